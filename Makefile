@@ -1,0 +1,39 @@
+# Every target installs what it needs: `make demo` and `make test` work on a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CDK_CLI_VERSION := 2.1148.1
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: install test test-unit test-integration synth demo bench serve clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@test -x $(VENV)/cdk/node_modules/.bin/cdk || npm install --silent --no-fund --no-audit --prefix $(VENV)/cdk aws-cdk@$(CDK_CLI_VERSION)
+	@touch $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
+
+synth: install
+	$(VENV)/cdk/node_modules/.bin/cdk synth --quiet
+	@echo "template: cdk.out/AgentLedgerStack.template.json"
+
+demo: install
+	$(BIN)/agentledger demo
+
+serve: install
+	$(BIN)/agentledger serve
+
+bench: install
+	$(BIN)/python -m infra.local.bench
+
+clean:
+	rm -rf cdk.out .pytest_cache

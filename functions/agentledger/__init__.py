@@ -1,0 +1,1 @@
+"""agentledger: the durable ledger, artifacts, effects and restart policy of a staged agent run."""

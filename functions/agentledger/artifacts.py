@@ -1,0 +1,76 @@
+"""Artifacts in S3: content-addressed objects under the run's prefix, verified on read."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+
+from .errors import ArtifactIntegrityError
+from .fingerprints import sha256_bytes
+from .models import ArtifactRef, Stage
+
+PRESIGN_SECONDS = 3600
+
+
+def run_prefix(run_id: str) -> str:
+    return f"runs/{run_id}/"
+
+
+class ArtifactStore:
+    def __init__(self, bucket: str, s3_client: Any | None = None) -> None:
+        self.bucket = bucket
+        self._s3 = s3_client or boto3.client("s3")
+
+    def location(self, run_id: str) -> str:
+        return f"s3://{self.bucket}/{run_prefix(run_id)}"
+
+    def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
+        digest = sha256_bytes(data)
+        # The key holds the content hash, so writing the same output again (a retry) is a no-op
+        # and a different output never overwrites evidence an earlier attempt left behind.
+        key = f"{run_prefix(run_id)}{stage.value}/{digest[:16]}/{name}"
+        self._s3.put_object(
+            Bucket=self.bucket,
+            Key=key,
+            Body=data,
+            ContentType=media_type,
+            ChecksumAlgorithm="SHA256",
+            Metadata={"sha256": digest, "run-id": run_id, "stage": stage.value},
+        )
+        return ArtifactRef(name=name, stage=stage, key=key, sha256=digest, size=len(data), media_type=media_type)
+
+    def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef:
+        data = json.dumps(document, indent=2, sort_keys=True).encode()
+        return self.put(run_id, stage, name, data, "application/json")
+
+    def put_text(self, run_id: str, stage: Stage, name: str, text: str, media_type: str = "text/plain") -> ArtifactRef:
+        return self.put(run_id, stage, name, text.encode(), f"{media_type}; charset=utf-8")
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        data = self._s3.get_object(Bucket=self.bucket, Key=ref.key)["Body"].read()
+        if sha256_bytes(data) != ref.sha256:
+            raise ArtifactIntegrityError(f"artifact {ref.key} does not match its recorded sha256")
+        return data
+
+    def get_json(self, ref: ArtifactRef) -> Any:
+        return json.loads(self.get(ref))
+
+    def presigned_url(self, ref: ArtifactRef) -> str:
+        return self._s3.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": ref.key}, ExpiresIn=PRESIGN_SECONDS
+        )
+
+    def fetch_repository(self, url: str) -> tuple[bytes, str]:
+        """Bytes of a repository tarball at s3://bucket/key, and its version id (or ETag) as the
+        revision the run pins."""
+        bucket, _, key = url.removeprefix("s3://").partition("/")
+        response = self._s3.get_object(Bucket=bucket, Key=key)
+        version = response.get("VersionId") or response["ETag"].strip('"')
+        return response["Body"].read(), f"s3:{version}"
+
+    def list_keys(self, prefix: str) -> list[str]:
+        keys: list[str] = []
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            keys.extend(obj["Key"] for obj in page.get("Contents", []))
+        return keys

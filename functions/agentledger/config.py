@@ -1,0 +1,46 @@
+"""Configuration read from the function's environment, as the stack sets it."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def _required(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(f"environment variable {name} is not set; the stack must pass it to this function")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    ledger_table: str
+    artifact_bucket: str
+    idempotency_table: str
+    environment: str
+    state_machine_arn: str | None
+    test_timeout_s: int
+    workspace_root: Path
+    max_replans: int
+    agent_spec: str | None
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        return cls(
+            ledger_table=_required("LEDGER_TABLE_NAME"),
+            artifact_bucket=_required("ARTIFACT_BUCKET_NAME"),
+            idempotency_table=_required("IDEMPOTENCY_TABLE_NAME"),
+            environment=os.environ.get("AGENTLEDGER_ENVIRONMENT", "dev"),
+            state_machine_arn=os.environ.get("STATE_MACHINE_ARN"),
+            test_timeout_s=int(os.environ.get("AGENTLEDGER_TEST_TIMEOUT_SECONDS", "600")),
+            # Lambda can only write under /tmp; the local runtime points this elsewhere.
+            workspace_root=Path(os.environ.get("AGENTLEDGER_WORKSPACE_ROOT", "/tmp/agentledger")),
+            max_replans=int(os.environ.get("AGENTLEDGER_MAX_REPLANS", "3")),
+            agent_spec=os.environ.get("AGENTLEDGER_AGENT"),
+        )
+
+    def require_state_machine(self) -> str:
+        if not self.state_machine_arn:
+            raise RuntimeError("environment variable STATE_MACHINE_ARN is not set for this function")
+        return self.state_machine_arn

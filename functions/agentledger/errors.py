@@ -1,0 +1,47 @@
+"""Typed errors. The class name is the error name Step Functions sees, so the state machine's
+Retry and Catch rules and the restart policy match on these names."""
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base class of every error the workflow raises on purpose."""
+
+
+class RunNotFoundError(LedgerError):
+    pass
+
+
+class RunAlreadyExistsError(LedgerError):
+    pass
+
+
+class IllegalTransitionError(LedgerError):
+    """The transition table does not allow this move; nothing was written."""
+
+
+class ConcurrentModificationError(LedgerError):
+    """Another worker changed the run since it was read; nothing was written."""
+
+
+class StaleContextError(LedgerError):
+    """Evidence a stage depends on no longer matches the world: the run must replan."""
+
+
+class SupersededExecutionError(LedgerError):
+    """An execution that no longer owns the run (a newer resume took over) tried to act on it."""
+
+
+class TransientError(LedgerError):
+    """A failure worth retrying as it is (throttling, a timeout talking to a dependency)."""
+
+
+class VerificationFailedError(LedgerError):
+    """The test command ran and failed: a person has to look at the generated tests."""
+
+
+class ReviewRejectedError(LedgerError):
+    """A review decision that cannot be applied (wrong state, old plan digest)."""
+
+
+class ArtifactIntegrityError(LedgerError):
+    """A stored artifact's bytes do not hash to the digest the ledger recorded."""

@@ -1,0 +1,266 @@
+"""The run ledger in DynamoDB: one item collection per run (pk = RUN#id).
+
+Every change to a run is one transaction conditioned on the run's version, so two workers can
+never both advance a run, and a move the transition table forbids writes nothing."""
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
+from .models import (
+    ArtifactRef,
+    Decision,
+    Evidence,
+    Ledger,
+    Record,
+    Review,
+    Run,
+    RunState,
+    RunStatus,
+    StageRecord,
+    Transition,
+    utc_now,
+)
+from .transitions import check_transition
+
+RUN_SK = "RUN"
+REVIEW_SK = "REVIEW"
+INDEX_BY_STATUS = "by_status"
+INDEX_BY_TIME = "by_time"
+MAX_PAGE = 100
+
+
+def _to_dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+def _pk(run_id: str) -> str:
+    return f"RUN#{run_id}"
+
+
+def _sort_key(record: Record) -> str:
+    match record:
+        case StageRecord():
+            return f"STAGE#{record.stage}"
+        case Evidence():
+            return f"EVIDENCE#{record.name}"
+        case ArtifactRef():
+            return f"ARTIFACT#{record.stage}#{record.name}#{record.sha256[:16]}"
+        case Transition():
+            return f"TRANSITION#{record.version:08d}"
+        case Decision():
+            return f"DECISION#{record.decision_id}"
+        case Review():
+            return REVIEW_SK
+    raise TypeError(f"no ledger key for {type(record).__name__}")
+
+
+def _run_item(run: Run) -> dict[str, Any]:
+    item = run.model_dump(mode="json")
+    item.update(
+        pk=_pk(run.run_id),
+        sk=RUN_SK,
+        entity="run",
+        run_status=run.status.value,
+        created_key=f"{run.created_at}#{run.run_id}",
+    )
+    return _to_dynamo(item)
+
+
+def new_decision(kind: str, summary: str, details: dict[str, Any], execution: str | None = None) -> Decision:
+    return Decision(
+        decision_id=f"{utc_now()}#{uuid.uuid4().hex[:8]}",
+        kind=kind,
+        summary=summary,
+        details=details,
+        execution=execution,
+    )
+
+
+class LedgerStore:
+    def __init__(self, table_name: str, dynamodb_resource: Any | None = None) -> None:
+        resource = dynamodb_resource or boto3.resource("dynamodb")
+        self._table = resource.Table(table_name)
+        self._client = self._table.meta.client
+        self._table_name = table_name
+
+    # -- reads ---------------------------------------------------------------------------
+    def get_run(self, run_id: str) -> Run:
+        item = self._table.get_item(Key={"pk": _pk(run_id), "sk": RUN_SK}, ConsistentRead=True).get("Item")
+        if item is None:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        return Run.model_validate(_from_dynamo(item))
+
+    def load(self, run_id: str) -> Ledger:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": _pk(run_id)},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._table.query(**kwargs)
+            items.extend(_from_dynamo(i) for i in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        run_items = [i for i in items if i["sk"] == RUN_SK]
+        if not run_items:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        ledger = Ledger(run=Run.model_validate(run_items[0]))
+        for item in items:
+            kind = item["sk"].split("#", 1)[0]
+            if kind == "STAGE":
+                record = StageRecord.model_validate(item)
+                ledger.stages[record.stage.value] = record
+            elif kind == "EVIDENCE":
+                evidence = Evidence.model_validate(item)
+                ledger.evidence[evidence.name] = evidence
+            elif kind == "ARTIFACT":
+                ledger.artifacts.append(ArtifactRef.model_validate(item))
+            elif kind == "TRANSITION":
+                ledger.transitions.append(Transition.model_validate(item))
+            elif kind == "DECISION":
+                ledger.decisions.append(Decision.model_validate(item))
+            elif kind == REVIEW_SK:
+                ledger.review = Review.model_validate(item)
+        ledger.artifacts.sort(key=lambda a: a.created_at)
+        return ledger
+
+    def list_runs(
+        self, status: RunStatus | None = None, limit: int = 20, cursor: str | None = None
+    ) -> tuple[list[Run], str | None]:
+        if status is None:
+            kwargs: dict[str, Any] = {
+                "IndexName": INDEX_BY_TIME,
+                "KeyConditionExpression": "entity = :e",
+                "ExpressionAttributeValues": {":e": "run"},
+            }
+        else:
+            kwargs = {
+                "IndexName": INDEX_BY_STATUS,
+                "KeyConditionExpression": "run_status = :s",
+                "ExpressionAttributeValues": {":s": status.value},
+            }
+        kwargs.update(ScanIndexForward=False, Limit=max(1, min(limit, MAX_PAGE)))
+        if cursor:
+            kwargs["ExclusiveStartKey"] = decode_cursor(cursor)
+        page = self._table.query(**kwargs)
+        runs = [Run.model_validate(_from_dynamo(i)) for i in page["Items"]]
+        last = page.get("LastEvaluatedKey")
+        return runs, encode_cursor(last) if last else None
+
+    # -- writes --------------------------------------------------------------------------
+    def create_run(self, run: Run, decision: Decision) -> Run:
+        transition = Transition(version=0, from_state=RunState.CREATED, to_state=RunState.CREATED, reason="run created")
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": self._table_name, "Item": _run_item(run),
+                             "ConditionExpression": "attribute_not_exists(pk)"}},
+                    self._put(run.run_id, transition),
+                    self._put(run.run_id, decision),
+                ]
+            )
+        except ClientError as error:
+            if _is_condition_failure(error):
+                raise RunAlreadyExistsError(f"run {run.run_id} already exists") from error
+            raise
+        return run
+
+    def write(
+        self,
+        run: Run,
+        *,
+        reason: str,
+        execution: str | None = None,
+        to_state: RunState | None = None,
+        status: RunStatus | None = None,
+        changes: dict[str, Any] | None = None,
+        records: list[Record] = (),  # type: ignore[assignment]
+    ) -> Run:
+        """Commit a change to a run and the records that go with it, all or nothing, only if
+        nobody else changed the run since `run` was read. A state change must be allowed by the
+        transition table and leaves a Transition record."""
+        updated = run.model_copy(update={**(changes or {}), "version": run.version + 1, "updated_at": utc_now()})
+        records = list(records)
+        if to_state is not None and to_state != run.state:
+            check_transition(run.state, to_state)
+            updated.state = to_state
+            records.append(
+                Transition(version=updated.version, from_state=run.state, to_state=to_state,
+                           execution=execution, reason=reason)
+            )
+        if status is not None:
+            updated.status = status
+        items = [
+            {"Put": {"TableName": self._table_name, "Item": _run_item(updated),
+                     "ConditionExpression": "version = :v",
+                     "ExpressionAttributeValues": {":v": run.version}}}
+        ]
+        items.extend(self._put(run.run_id, record) for record in records)
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            if _is_condition_failure(error):
+                raise ConcurrentModificationError(
+                    f"run {run.run_id} changed since version {run.version} was read; nothing was written"
+                ) from error
+            raise
+        return updated
+
+    def append(self, run_id: str, record: Record) -> None:
+        """Append-only records (decisions) that do not change the run itself."""
+        self._table.put_item(Item=self._put(run_id, record)["Put"]["Item"])
+
+    def _put(self, run_id: str, record: Record) -> dict[str, Any]:
+        item = _to_dynamo(record.model_dump(mode="json"))
+        item.update(pk=_pk(run_id), sk=_sort_key(record))
+        return {"Put": {"TableName": self._table_name, "Item": item}}
+
+
+def _is_condition_failure(error: ClientError) -> bool:
+    code = error.response.get("Error", {}).get("Code", "")
+    if code == "ConditionalCheckFailedException":
+        return True
+    if code == "TransactionCanceledException":
+        reasons = error.response.get("CancellationReasons") or []
+        return any(r.get("Code") == "ConditionalCheckFailed" for r in reasons) or "ConditionalCheckFailed" in str(error)
+    return False
+
+
+def encode_cursor(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(_from_dynamo(key), sort_keys=True).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, json.JSONDecodeError) as error:
+        raise ValueError("cursor is not one this API returned") from error
+    if not isinstance(key, dict) or not all(isinstance(v, str) for v in key.values()):
+        raise ValueError("cursor is not one this API returned")
+    return key

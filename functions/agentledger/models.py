@@ -1,0 +1,178 @@
+"""The records the ledger keeps. Every record is a pydantic model so what is stored, returned by
+the API and passed between stages is validated in one place."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Stage(StrEnum):
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+
+
+WORK_STAGES: tuple[Stage, ...] = tuple(Stage)
+
+
+class RunState(StrEnum):
+    """Where a run is: a stage, or one of the states around the stages."""
+
+    CREATED = "created"
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    NEEDS_PERSON = "needs_person"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    AWAITING_REVIEW = "awaiting_review"
+    COMPLETE = "complete"
+    NEEDS_PERSON = "needs_person"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class StageStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INVALIDATED = "invalidated"
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", use_enum_values=False)
+
+
+class Run(Record):
+    run_id: str
+    request: str
+    repository: str
+    revision: str | None = None
+    environment: str
+    state: RunState = RunState.CREATED
+    status: RunStatus = RunStatus.RUNNING
+    version: int = 0
+    active_execution: str | None = None
+    executions: list[str] = Field(default_factory=list)
+    plan_digest: str | None = None
+    replans: int = 0
+    resumes: int = 0
+    created_at: str = Field(default_factory=utc_now)
+    updated_at: str = Field(default_factory=utc_now)
+
+
+class ArtifactRef(Record):
+    name: str
+    stage: Stage
+    key: str
+    sha256: str
+    size: int
+    media_type: str
+    created_at: str = Field(default_factory=utc_now)
+
+
+class StageRecord(Record):
+    stage: Stage
+    status: StageStatus
+    attempt: int = 0
+    execution: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    inputs: dict[str, str] = Field(default_factory=dict)
+    outputs: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Evidence(Record):
+    """A named fact with a fingerprint and what it depends on: `file:PATH` → sha256,
+    `revision` → the revision read, `evidence:NAME` → the fingerprint of upstream evidence."""
+
+    name: str
+    stage: Stage
+    fingerprint: str
+    depends_on: dict[str, str] = Field(default_factory=dict)
+    recorded_at: str = Field(default_factory=utc_now)
+
+
+class Transition(Record):
+    version: int
+    from_state: RunState
+    to_state: RunState
+    execution: str | None = None
+    reason: str
+    at: str = Field(default_factory=utc_now)
+
+
+class Decision(Record):
+    """A restart assessment, a recovery choice or a review decision, with its reasons."""
+
+    decision_id: str
+    kind: str
+    summary: str
+    details: dict[str, Any] = Field(default_factory=dict)
+    execution: str | None = None
+    at: str = Field(default_factory=utc_now)
+
+
+class Review(Record):
+    """The pending review of a run: the task token binds the approval to one plan and revision."""
+
+    task_token: str
+    plan_digest: str
+    revision: str
+    execution: str
+    requested_at: str = Field(default_factory=utc_now)
+    decision: str | None = None
+    decided_at: str | None = None
+    comment: str | None = None
+
+
+class EvidenceStatus(Record):
+    name: str
+    status: str  # valid | stale | missing
+    reason: str
+
+
+class Assessment(Record):
+    """The three answers every restart gives: what is complete, what evidence still holds,
+    what is safe next."""
+
+    complete: list[Stage]
+    evidence: list[EvidenceStatus]
+    next: str  # a Stage value, "done" or "needs_person"
+    reason: str
+    invalidated: list[Stage] = Field(default_factory=list)
+    changed_files: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class Ledger(Record):
+    """Everything recorded about one run."""
+
+    run: Run
+    stages: dict[str, StageRecord] = Field(default_factory=dict)
+    evidence: dict[str, Evidence] = Field(default_factory=dict)
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    transitions: list[Transition] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
+    review: Review | None = None
+
+    def artifact(self, stage: Stage, name: str) -> ArtifactRef | None:
+        matches = [a for a in self.artifacts if a.stage == stage and a.name == name]
+        return max(matches, key=lambda a: a.created_at) if matches else None

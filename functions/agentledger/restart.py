@@ -1,0 +1,174 @@
+"""The restart policy: which evidence still holds, what a restart does next, and how each
+failure is classified. Pure functions over a Ledger and a source snapshot, so every rule is
+unit-tested without AWS."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .agent.source import SourceSnapshot, changed_files
+from .fingerprints import digest
+from .models import WORK_STAGES, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
+
+EVIDENCE_OF: dict[Stage, str] = {
+    Stage.INSPECT: "source_tree",
+    Stage.PLAN: "plan",
+    Stage.EXECUTE: "test_changes",
+    Stage.VERIFY: "test_run",
+    Stage.AWAIT_REVIEW: "approval",
+    Stage.COMPLETE: "summary",
+}
+DONE = "done"
+NEEDS_PERSON = "needs_person"
+
+VALID, STALE, MISSING = "valid", "stale", "missing"
+
+
+def source_dependencies(snapshot: SourceSnapshot) -> dict[str, str]:
+    """What inspect read: the revision, the whole tree (to catch added files) and each file."""
+    deps = {"revision": snapshot.revision, "tree": digest(snapshot.files)}
+    deps.update({f"file:{path}": sha for path, sha in snapshot.files.items()})
+    return deps
+
+
+def _recorded_files(depends_on: dict[str, str]) -> dict[str, str]:
+    return {key.removeprefix("file:"): sha for key, sha in depends_on.items() if key.startswith("file:")}
+
+
+def evaluate_evidence(ledger: Ledger, snapshot: SourceSnapshot) -> dict[str, EvidenceStatus]:
+    """Evidence is valid while every dependency still matches the world; in stage order, so a
+    stale upstream makes everything that depends on it stale too."""
+    statuses: dict[str, EvidenceStatus] = {}
+    for stage in WORK_STAGES:
+        name = EVIDENCE_OF[stage]
+        evidence = ledger.evidence.get(name)
+        if evidence is None:
+            statuses[name] = EvidenceStatus(name=name, status=MISSING, reason=f"{stage} has not recorded it")
+            continue
+        problems = _broken_dependencies(evidence.depends_on, ledger, snapshot, statuses)
+        if problems:
+            statuses[name] = EvidenceStatus(name=name, status=STALE, reason="; ".join(problems))
+        else:
+            statuses[name] = EvidenceStatus(name=name, status=VALID, reason="every dependency still matches")
+    return statuses
+
+
+def _broken_dependencies(
+    depends_on: dict[str, str], ledger: Ledger, snapshot: SourceSnapshot, statuses: dict[str, EvidenceStatus]
+) -> list[str]:
+    problems: list[str] = []
+    changes = changed_files(_recorded_files(depends_on), snapshot.files)
+    if "tree" not in depends_on:
+        changes["added"] = []  # only the evidence that read the whole tree cares about new files
+    for kind in ("modified", "removed", "added"):
+        if changes[kind]:
+            problems.append(f"{kind}: {', '.join(changes[kind])}")
+    if "revision" in depends_on and depends_on["revision"] != snapshot.revision:
+        problems.append(f"revision moved from {depends_on['revision']} to {snapshot.revision}")
+    for key, fingerprint in sorted(depends_on.items()):
+        if not key.startswith("evidence:"):
+            continue
+        upstream = key.removeprefix("evidence:")
+        status = statuses.get(upstream)
+        if status is None or status.status != VALID:
+            problems.append(f"depends on {upstream}, which is {status.status if status else MISSING}")
+        elif ledger.evidence[upstream].fingerprint != fingerprint:
+            problems.append(f"{upstream} was recorded again since")
+    return problems
+
+
+def is_stage_valid(ledger: Ledger, stage: Stage, statuses: dict[str, EvidenceStatus]) -> bool:
+    record = ledger.stages.get(stage.value)
+    return (
+        record is not None
+        and record.status == StageStatus.COMPLETE
+        and statuses[EVIDENCE_OF[stage]].status == VALID
+    )
+
+
+def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int) -> Assessment:
+    statuses = evaluate_evidence(ledger, snapshot)
+    complete: list[Stage] = []
+    invalidated: list[Stage] = []
+    next_stage: Stage | None = None
+    for stage in WORK_STAGES:
+        if next_stage is None and is_stage_valid(ledger, stage, statuses):
+            complete.append(stage)
+            continue
+        next_stage = next_stage or stage
+        record = ledger.stages.get(stage.value)
+        if record is not None and record.status == StageStatus.COMPLETE:
+            invalidated.append(stage)
+    inspected = ledger.evidence.get(EVIDENCE_OF[Stage.INSPECT])
+    changes = changed_files(_recorded_files(inspected.depends_on), snapshot.files) if inspected else {}
+    changes = {kind: paths for kind, paths in changes.items() if paths}
+
+    if next_stage is None:
+        return Assessment(complete=complete, evidence=list(statuses.values()), next=DONE,
+                          reason="every stage is complete and its evidence still holds")
+    if invalidated and ledger.run.replans >= max_replans:
+        return Assessment(
+            complete=complete, evidence=list(statuses.values()), next=NEEDS_PERSON, invalidated=invalidated,
+            changed_files=changes,
+            reason=f"the context went stale again after {ledger.run.replans} replans; a person should look",
+        )
+    if invalidated:
+        stale = statuses[EVIDENCE_OF[invalidated[0]]]
+        reason = f"{invalidated[0]} is no longer valid ({stale.reason}); redo from {next_stage}"
+    elif complete:
+        reason = f"{', '.join(complete)} complete with valid evidence; continue with {next_stage}"
+    else:
+        reason = "nothing is complete yet; start with inspect"
+    return Assessment(complete=complete, evidence=list(statuses.values()), next=next_stage.value,
+                      invalidated=invalidated, changed_files=changes, reason=reason)
+
+
+# -- failure classification ----------------------------------------------------------------
+RETRYABLE = "retryable"
+STALE_CONTEXT = "stale_context"
+PERSON = "needs_person"
+SUPERSEDED = "superseded"
+
+# Errors the state machine retries with backoff before they ever reach the classifier.
+RETRYABLE_ERRORS = frozenset(
+    {
+        "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
+        "Lambda.TooManyRequestsException", "Lambda.Unknown", "Runtime.ExitError",
+        "TransientError", "ConcurrentModificationError",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Classification:
+    kind: str
+    action: str  # replan | handoff | abandon
+    reason: str
+
+
+def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Classification:
+    if error_name == "StaleContextError":
+        if replans > max_replans:
+            return Classification(STALE_CONTEXT, "handoff", f"context went stale after {replans} replans")
+        return Classification(STALE_CONTEXT, "replan", "inputs changed since they were read: replan")
+    if error_name == "SupersededExecutionError":
+        return Classification(SUPERSEDED, "abandon", "a newer execution owns this run")
+    if error_name in RETRYABLE_ERRORS:
+        return Classification(RETRYABLE, "handoff", f"{error_name} persisted after the retries")
+    if error_name in ("States.Timeout", "States.HeartbeatTimeout"):
+        return Classification(PERSON, "handoff", "the step timed out; nobody answered in time")
+    if error_name == "VerificationFailedError":
+        return Classification(PERSON, "handoff", "the generated tests fail; they need a person's eye")
+    return Classification(PERSON, "handoff", f"unclassified error {error_name}: a person decides")
+
+
+def parse_cause(cause: str | None) -> dict[str, Any]:
+    """Step Functions hands the Lambda error payload over as a JSON string in Cause."""
+    if not cause:
+        return {}
+    try:
+        parsed = json.loads(cause)
+    except json.JSONDecodeError:
+        return {"errorMessage": cause}
+    return parsed if isinstance(parsed, dict) else {"errorMessage": cause}

@@ -1,0 +1,221 @@
+"""What the API does: create runs, show their ledger, take review decisions, resume."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from .artifacts import ArtifactStore
+from .config import Settings
+from .errors import ConcurrentModificationError, ReviewRejectedError, RunAlreadyExistsError
+from .executions import ExecutionControl
+from .fingerprints import digest, sha256_bytes
+from .ledger import LedgerStore, new_decision
+from .models import Assessment, Evidence, Ledger, Run, RunStatus, Stage, StageRecord, StageStatus, utc_now
+from .restart import EVIDENCE_OF, assess, evaluate_evidence
+from .sources import SourceResolver
+from .workflow import invalidate
+
+RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.FAILED, RunStatus.RUNNING})
+
+
+class CreateRunRequest(BaseModel):
+    repository: str = Field(min_length=1, max_length=1024, description="local path, git checkout, or s3://bucket/key.tar.gz")
+    request: str = Field(min_length=1, max_length=4000, description="what the agent is asked to do")
+    revision: str | None = Field(default=None, max_length=200, description="expected revision; refused if the repository is elsewhere")
+    environment: str = Field(default="dev", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+
+    @field_validator("repository", "request")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class ReviewRequest(BaseModel):
+    decision: str = Field(pattern="^(approve|request_changes)$")
+    plan_digest: str = Field(min_length=1, max_length=200)
+    comment: str | None = Field(default=None, max_length=4000)
+
+
+class RunConflictError(Exception):
+    """The request is well-formed but conflicts with the run's state: HTTP 409."""
+
+
+class RepositoryRejectedError(Exception):
+    """The repository cannot be used as given: HTTP 422."""
+
+
+def run_id_for(idempotency_key: str | None) -> str:
+    """The same Idempotency-Key always names the same run, even after the idempotency record
+    expired, so a late retry cannot start a second run."""
+    if idempotency_key:
+        return "run-" + sha256_bytes(idempotency_key.encode())[:20]
+    return "run-" + uuid.uuid4().hex[:20]
+
+
+def start_execution_name(run_id: str) -> str:
+    return f"{run_id}-start"
+
+
+def resume_execution_name(run_id: str, resume_number: int) -> str:
+    return f"{run_id}-resume-{resume_number}"
+
+
+class RunService:
+    def __init__(self, settings: Settings, ledger: LedgerStore, artifacts: ArtifactStore,
+                 sources: SourceResolver, executions: ExecutionControl) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.artifacts = artifacts
+        self.sources = sources
+        self.executions = executions
+
+    # -- create ----------------------------------------------------------------------------
+    def create(self, body: CreateRunRequest, idempotency_key: str | None) -> dict[str, Any]:
+        run_id = run_id_for(idempotency_key)
+        try:
+            snapshot = self.sources.snapshot(body.repository)
+        except Exception as error:  # noqa: BLE001 — any reason the source cannot be read is the caller's to fix
+            raise RepositoryRejectedError(f"repository {body.repository!r} cannot be read: {error}") from error
+        if body.revision and body.revision not in (snapshot.revision, snapshot.revision.removesuffix("+dirty")):
+            raise RepositoryRejectedError(f"repository is at {snapshot.revision}, not the requested {body.revision}")
+        name = start_execution_name(run_id)
+        run = Run(run_id=run_id, request=body.request, repository=body.repository, revision=snapshot.revision,
+                  environment=body.environment, active_execution=name, executions=[name])
+        created = new_decision("created", "run requested", {"request": body.model_dump(), "body_digest": digest(body.model_dump())})
+        try:
+            self.ledger.create_run(run, created)
+        except RunAlreadyExistsError:
+            run = self.ledger.get_run(run_id)
+            if (run.request, run.repository, run.environment) != (body.request, body.repository, body.environment):
+                raise RunConflictError(f"Idempotency-Key already used for run {run_id} with a different body") from None
+        self.executions.start(name, run_id)
+        return self._summary(run)
+
+    def _summary(self, run: Run) -> dict[str, Any]:
+        return {"run_id": run.run_id, "status": run.status.value, "state": run.state.value,
+                "execution": run.active_execution, "revision": run.revision}
+
+    # -- read ------------------------------------------------------------------------------
+    def list_runs(self, status: RunStatus | None, limit: int, cursor: str | None) -> dict[str, Any]:
+        runs, next_cursor = self.ledger.list_runs(status, limit, cursor)
+        return {"runs": [r.model_dump(mode="json") for r in runs], "next_cursor": next_cursor}
+
+    def view(self, run_id: str) -> dict[str, Any]:
+        ledger = self.ledger.load(run_id)
+        try:
+            statuses = evaluate_evidence(ledger, self.sources.snapshot(ledger.run.repository))
+            evidence_status = {name: s.model_dump() for name, s in statuses.items()}
+        except Exception as error:  # noqa: BLE001 — the ledger is still worth showing without the source
+            evidence_status = {name: {"name": name, "status": "unknown", "reason": f"source unavailable: {error}"}
+                               for name in ledger.evidence}
+        document = ledger.model_dump(mode="json", exclude={"review": {"task_token"}})
+        document["evidence_status"] = evidence_status
+        document["artifacts"] = [
+            {**ref.model_dump(mode="json"), "url": self.artifacts.presigned_url(ref),
+             "committed": ref.key in {k for r in ledger.stages.values() for k in r.outputs}}
+            for ref in ledger.artifacts
+        ]
+        document["handoff"] = next((d.model_dump(mode="json") for d in reversed(ledger.decisions)
+                                    if d.kind == "handoff"), None) if ledger.run.status == RunStatus.NEEDS_PERSON else None
+        document["artifact_location"] = self.artifacts.location(run_id)
+        return document
+
+    # -- review ----------------------------------------------------------------------------
+    def review(self, run_id: str, body: ReviewRequest) -> dict[str, Any]:
+        ledger = self.ledger.load(run_id)
+        run, review = ledger.run, ledger.review
+        if run.status != RunStatus.AWAITING_REVIEW or review is None or review.decision is not None:
+            raise ReviewRejectedError(f"run {run_id} is not waiting for review (status {run.status.value})")
+        if body.plan_digest != review.plan_digest:
+            raise ReviewRejectedError(
+                f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
+        snapshot = self.sources.snapshot(run.repository)
+        assessment = assess(ledger, snapshot, self.settings.max_replans)
+        if assessment.invalidated:
+            self._reject_stale_review(ledger, assessment)
+        decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(), "comment": body.comment})
+        decision = new_decision("review", f"reviewer chose {body.decision}", body.model_dump())
+        stage = ledger.stages[Stage.AWAIT_REVIEW.value]
+        if body.decision == "approve":
+            approval = Evidence(
+                name=EVIDENCE_OF[Stage.AWAIT_REVIEW], stage=Stage.AWAIT_REVIEW,
+                fingerprint=digest({"decision": "approve", "plan_digest": review.plan_digest, "revision": review.revision}),
+                depends_on={"evidence:plan": ledger.evidence["plan"].fingerprint,
+                            "evidence:test_run": ledger.evidence["test_run"].fingerprint},
+            )
+            records = [decided, decision, approval,
+                       stage.model_copy(update={"status": StageStatus.COMPLETE, "finished_at": utc_now()})]
+        else:
+            records = [decided, decision,
+                       stage.model_copy(update={"status": StageStatus.FAILED, "finished_at": utc_now(),
+                                                "error": f"changes requested: {body.comment or ''}"}),
+                       ledger.stages[Stage.PLAN.value].model_copy(update={"status": StageStatus.INVALIDATED})]
+        try:
+            # The status stays awaiting_review until the execution moves on, so the review keeper
+            # can redeliver this decision if the task is not answered below.
+            run = self.ledger.write(run, records=records, reason=f"review: {body.decision}")
+        except ConcurrentModificationError as error:
+            raise ReviewRejectedError(f"run {run_id} changed while the review was applied; fetch it and try again") from error
+        self.executions.succeed_task(review.task_token, {"decision": body.decision, "plan_digest": body.plan_digest})
+        return {"run_id": run_id, "decision": body.decision, "status": run.status.value}
+
+    def _reject_stale_review(self, ledger: Ledger, assessment: Assessment) -> None:
+        """Record the rejection, invalidate the plan and wake the waiting execution so it
+        replans now instead of waiting for the review to time out."""
+        invalidate(self.ledger, ledger, assessment, None)
+        self.executions.fail_task(ledger.review.task_token, "StaleContextError", assessment.reason)
+        raise ReviewRejectedError(f"the plan is stale and was not approved: {assessment.reason}")
+
+    # -- resume ----------------------------------------------------------------------------
+    def resume(self, run_id: str) -> dict[str, Any]:
+        ledger = self.ledger.load(run_id)
+        run = ledger.run
+        if run.status not in RESUMABLE:
+            raise RunConflictError(f"run {run_id} is {run.status.value}; only a stopped run can be resumed")
+        if run.status == RunStatus.RUNNING and run.active_execution:
+            running = self.executions.status(run.active_execution)
+            if running == "RUNNING" or running is None:
+                # A repeated or concurrent resume: answer with the execution already chosen.
+                earlier = self._recorded_resume(ledger, run.active_execution)
+                if earlier is None:
+                    raise RunConflictError(f"run {run_id} is already running in execution {run.active_execution}")
+                self.executions.start(run.active_execution, run_id)
+                return earlier
+        number = run.resumes + 1
+        name = resume_execution_name(run_id, number)
+        assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans)
+        response = {"run_id": run_id, "execution": name, "assessment": _assessment_view(assessment)}
+        decision = new_decision("resume", assessment.reason, response)
+        try:
+            self.ledger.write(run, status=RunStatus.RUNNING, records=[decision], reason=f"resumed as {name}",
+                              changes={"active_execution": name, "executions": [*run.executions, name], "resumes": number})
+        except ConcurrentModificationError:
+            earlier = self._recorded_resume(self.ledger.load(run_id), name)
+            if earlier is None:
+                raise RunConflictError(f"run {run_id} changed while resuming; try again") from None
+            response = earlier
+        self.executions.start(name, run_id)
+        return response
+
+    @staticmethod
+    def _recorded_resume(ledger: Ledger, execution: str) -> dict[str, Any] | None:
+        for decision in reversed(ledger.decisions):
+            if decision.kind == "resume" and decision.details.get("execution") == execution:
+                return decision.details
+        return None
+
+
+def _assessment_view(assessment: Assessment) -> dict[str, Any]:
+    """The three answers: what is complete, what evidence still holds, what is safe next."""
+    return {
+        "complete": [stage.value for stage in assessment.complete],
+        "evidence": [e.model_dump() for e in assessment.evidence],
+        "next": assessment.next,
+        "reason": assessment.reason,
+        "invalidated": [stage.value for stage in assessment.invalidated],
+        "changed_files": assessment.changed_files,
+    }

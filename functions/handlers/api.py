@@ -1,0 +1,138 @@
+"""The REST API (API Gateway proxy → Powertools resolver with validation and OpenAPI)."""
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from agentledger.config import Settings
+from agentledger.errors import ReviewRejectedError, RunNotFoundError
+from agentledger.models import RunStatus
+from agentledger.service import (
+    CreateRunRequest,
+    RepositoryRejectedError,
+    ReviewRequest,
+    RunConflictError,
+)
+
+from .wiring import logger, metrics, service, tracer
+
+RUN_ID = r"^run-[a-f0-9]{20}$"
+IDEMPOTENCY_WINDOW_S = 24 * 3600
+
+app = APIGatewayRestResolver(enable_validation=True)
+app.configure_openapi(title="agentledger", version="1.0.0",
+                      summary="Restartable, inspectable runs of an engineering agent")
+
+
+def _error(status: HTTPStatus, message: str) -> Response[dict[str, Any]]:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body={"error": status.phrase, "message": message})
+
+
+@app.exception_handler(RunNotFoundError)
+def _not_found(error: RunNotFoundError) -> Response[dict[str, Any]]:
+    return _error(HTTPStatus.NOT_FOUND, str(error))
+
+
+@app.exception_handler([RunConflictError, ReviewRejectedError, IdempotencyValidationError,
+                        IdempotencyAlreadyInProgressError])
+def _conflict(error: Exception) -> Response[dict[str, Any]]:
+    if isinstance(error, IdempotencyValidationError):
+        return _error(HTTPStatus.CONFLICT, "Idempotency-Key was already used with a different body")
+    if isinstance(error, IdempotencyAlreadyInProgressError):
+        return _error(HTTPStatus.CONFLICT, "a request with this Idempotency-Key is still in progress; retry shortly")
+    return _error(HTTPStatus.CONFLICT, str(error))
+
+
+@app.exception_handler(RepositoryRejectedError)
+def _unprocessable(error: RepositoryRejectedError) -> Response[dict[str, Any]]:
+    return _error(HTTPStatus.UNPROCESSABLE_ENTITY, str(error))
+
+
+@app.exception_handler(ValueError)
+def _bad_request(error: ValueError) -> Response[dict[str, Any]]:
+    return _error(HTTPStatus.BAD_REQUEST, str(error))
+
+
+def _create_once(command: dict[str, Any]) -> dict[str, Any]:
+    return service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"])
+
+
+def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -> dict[str, Any]:
+    """Powertools idempotency keyed by the Idempotency-Key header; the body is validated
+    against the first request's, so a reused key with another body is refused."""
+    config = IdempotencyConfig(event_key_jmespath="idempotency_key", payload_validation_jmespath="body",
+                               expires_after_seconds=IDEMPOTENCY_WINDOW_S)
+    if context is not None:
+        config.register_lambda_context(context)
+    persistence = DynamoDBPersistenceLayer(table_name=Settings.from_env().idempotency_table)
+    once = idempotent_function(data_keyword_argument="command", config=config, persistence_store=persistence)(_create_once)
+    return once(command=command)
+
+
+@app.post("/runs", summary="Start a run", responses={201: {"description": "run created"}})
+def create_run(
+    body: Annotated[CreateRunRequest, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
+) -> Response[dict[str, Any]]:
+    command = {"idempotency_key": idempotency_key, "body": body.model_dump(mode="json")}
+    if idempotency_key:
+        result = _idempotent_create(command, app.lambda_context)
+    else:
+        result = _create_once(command)
+    logger.append_keys(run_id=result["run_id"])
+    return Response(status_code=HTTPStatus.CREATED, content_type=content_types.APPLICATION_JSON, body=result)
+
+
+@app.get("/runs", summary="List runs, newest first")
+def list_runs(
+    status: Annotated[RunStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=2000)] = None,
+) -> dict[str, Any]:
+    return service().list_runs(status, limit, cursor)
+
+
+@app.get("/runs/<run_id>", summary="The whole ledger of a run")
+def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
+    logger.append_keys(run_id=run_id)
+    return service().view(run_id)
+
+
+@app.post("/runs/<run_id>/review", summary="Approve the plan or request changes")
+def review_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
+    logger.append_keys(run_id=run_id)
+    return service().review(run_id, body)
+
+
+@app.post("/runs/<run_id>/resume", summary="Resume a stopped run from what is still valid")
+def resume_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
+    logger.append_keys(run_id=run_id)
+    return service().resume(run_id)
+
+
+@app.get("/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)
+def openapi() -> Response[str]:
+    return Response(status_code=HTTPStatus.OK, content_type=content_types.APPLICATION_JSON,
+                    body=app.get_openapi_json_schema())
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,37 @@
+"""One handler per work stage; the state machine calls each from its own state."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from agentledger.models import Stage
+
+from .events import StageEvent
+from .wiring import logger, metrics, tracer, workflow
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def stage_handler(stage: Stage) -> Handler:
+    @logger.inject_lambda_context(correlation_id_path="run_id", clear_state=True)
+    @tracer.capture_lambda_handler
+    @metrics.log_metrics
+    @event_parser(model=StageEvent)
+    def handle(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
+        logger.append_keys(stage=stage.value, execution=event.execution)
+        outcome = workflow().run_stage(stage, event.run_id, event.execution, event.task_token)
+        logger.info("stage finished", extra={"outcome": outcome})
+        return outcome
+
+    handle.__name__ = stage.value
+    return handle
+
+
+inspect = stage_handler(Stage.INSPECT)
+plan = stage_handler(Stage.PLAN)
+execute = stage_handler(Stage.EXECUTE)
+verify = stage_handler(Stage.VERIFY)
+complete = stage_handler(Stage.COMPLETE)

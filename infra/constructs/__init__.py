@@ -1,0 +1,1 @@
+"""One construct per concern; AgentLedgerStack only wires them together."""

@@ -1,0 +1,262 @@
+"""The Lambda functions: one shared code asset, one dependencies layer, one role per function.
+
+Every function is declared once in FUNCTION_SPECS; the construct turns each row into a function,
+its log group, its role and exactly the grants that row asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra import PROJECT_ROOT
+from infra.constructs.bundling import dependencies_layer_code
+from infra.constructs.storage import Storage
+
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+DEFAULT_MEMORY_MB = 256
+
+
+class Access(Enum):
+    NONE = "none"
+    READ = "read"
+    READ_WRITE = "read_write"
+
+
+class WorkflowControl(Enum):
+    """What a function may do to executions of the run state machine."""
+
+    NONE = "none"
+    # Heartbeat or fail a waiting review task, and look at the execution it belongs to.
+    RESPOND_TO_TASKS = "respond_to_tasks"
+    # The above, plus start executions (new runs and resumes).
+    START_AND_RESPOND = "start_and_respond"
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str  # the contract's logical name, also the CloudFormation logical id
+    handler: str
+    timeout_seconds: int
+    ledger: Access = Access.READ_WRITE
+    artifacts: Access = Access.READ_WRITE
+    idempotency: Access = Access.NONE
+    workflow_control: WorkflowControl = WorkflowControl.NONE
+    # A state-machine task gets its ARN substituted into statemachines/run.asl.json as ${<name>Arn}.
+    state_machine_task: bool = True
+    memory_mb: int = DEFAULT_MEMORY_MB
+    extra_environment: Mapping[str, str] = field(default_factory=dict)
+
+
+FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
+    FunctionSpec(
+        "ApiFunction", "handlers.api.handler", 29,
+        artifacts=Access.READ,
+        workflow_control=WorkflowControl.START_AND_RESPOND,
+        state_machine_task=False,
+    ),
+    FunctionSpec("AssessFunction", "handlers.control.assess", 60, artifacts=Access.READ),
+    FunctionSpec("InspectFunction", "handlers.stages.inspect", 300),
+    FunctionSpec("PlanFunction", "handlers.stages.plan", 300),
+    FunctionSpec("ExecuteFunction", "handlers.stages.execute", 300, idempotency=Access.READ_WRITE),
+    FunctionSpec(
+        "VerifyFunction", "handlers.stages.verify", 900,
+        memory_mb=1024,  # runs the repository's test suite in a subprocess
+        extra_environment={"AGENTLEDGER_TEST_TIMEOUT_SECONDS": "600"},
+    ),
+    FunctionSpec("RequestReviewFunction", "handlers.review.request", 60, idempotency=Access.READ_WRITE),
+    FunctionSpec("CompleteFunction", "handlers.stages.complete", 300, idempotency=Access.READ_WRITE),
+    FunctionSpec("ClassifyFunction", "handlers.control.classify", 60, idempotency=Access.READ_WRITE),
+    FunctionSpec(
+        "ReviewKeeperFunction", "handlers.review.keep_alive", 60,
+        artifacts=Access.NONE,
+        idempotency=Access.READ_WRITE,
+        workflow_control=WorkflowControl.RESPOND_TO_TASKS,
+        state_machine_task=False,
+    ),
+)
+
+
+class Functions(Construct):
+    """All Lambda functions of the contract, built from FUNCTION_SPECS."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, storage: Storage, environment_name: str
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._storage = storage
+        self._dependencies = lambda_.LayerVersion(
+            self,
+            "DependenciesLayer",
+            code=dependencies_layer_code(RUNTIME),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="agentledger run-time dependencies (pinned in pyproject.toml)",
+        )
+        self._code = lambda_.Code.from_asset(
+            str(PROJECT_ROOT / "functions"), exclude=["**/__pycache__", "*.pyc"]
+        )
+        self._common_environment = {
+            "LEDGER_TABLE_NAME": storage.ledger_table.table_name,
+            "IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name,
+            "ARTIFACT_BUCKET_NAME": storage.artifact_bucket.bucket_name,
+            "POWERTOOLS_SERVICE_NAME": "agentledger",
+            "POWERTOOLS_METRICS_NAMESPACE": "AgentLedger",
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "AGENTLEDGER_ENVIRONMENT": environment_name,
+        }
+        self.by_name: dict[str, lambda_.Function] = {
+            spec.name: self._build(spec) for spec in FUNCTION_SPECS
+        }
+
+    @property
+    def api(self) -> lambda_.Function:
+        return self.by_name["ApiFunction"]
+
+    @property
+    def review_keeper(self) -> lambda_.Function:
+        return self.by_name["ReviewKeeperFunction"]
+
+    @property
+    def state_machine_tasks(self) -> dict[str, lambda_.Function]:
+        return {spec.name: self.by_name[spec.name] for spec in FUNCTION_SPECS if spec.state_machine_task}
+
+    def connect_state_machine(self, state_machine: sfn.StateMachine) -> None:
+        """Give the functions that drive executions the state machine's ARN and their grants.
+
+        Separate from __init__ because the state machine is built from the task functions' ARNs.
+        """
+        # Execution names are chosen per run attempt at run time: only this machine's executions.
+        executions = Stack.of(self).format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        for spec in FUNCTION_SPECS:
+            if spec.workflow_control is WorkflowControl.NONE:
+                continue
+            function = self.by_name[spec.name]
+            function.add_environment("STATE_MACHINE_ARN", state_machine.state_machine_arn)
+            if spec.workflow_control is WorkflowControl.START_AND_RESPOND:
+                state_machine.grant_start_execution(function)
+            state_machine.grant_task_response(function)
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])
+            )
+            _acknowledge_wildcard(
+                function.role,
+                "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                f"{_reference(state_machine, 'Name')}:*",
+                "DescribeExecution on executions of this one state machine; their names are "
+                "chosen per run attempt at run time.",
+            )
+
+    def _build(self, spec: FunctionSpec) -> lambda_.Function:
+        role = iam.Role(
+            self,
+            f"{spec.name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Runs {spec.name} ({spec.handler})",
+        )
+        log_group = logs.LogGroup(self, f"{spec.name}Logs", retention=LOG_RETENTION)
+        # Written to this one log group only, instead of AWSLambdaBasicExecutionRole's logs:* on "*".
+        log_group.grant_write(role)
+
+        function = lambda_.Function(
+            self,
+            spec.name,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=spec.handler,
+            code=self._code,
+            layers=[self._dependencies],
+            timeout=Duration.seconds(spec.timeout_seconds),
+            memory_size=spec.memory_mb,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            role=role,
+            environment={**self._common_environment, **spec.extra_environment},
+        )
+        # The contract names functions by logical id (the local runtime maps them to handlers).
+        function.node.default_child.override_logical_id(spec.name)
+
+        self._grant_data_access(role, spec)
+        _acknowledge_wildcard(
+            role, "*", "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions."
+        )
+        return function
+
+    def _grant_data_access(self, role: iam.Role, spec: FunctionSpec) -> None:
+        _grant_table(self._storage.ledger_table, role, spec.ledger, has_indexes=True)
+        _grant_table(self._storage.idempotency_table, role, spec.idempotency, has_indexes=False)
+        _grant_bucket(self._storage.artifact_bucket, role, spec.artifacts)
+
+
+def _grant_table(table: dynamodb.Table, role: iam.Role, access: Access, *, has_indexes: bool) -> None:
+    if access is Access.NONE:
+        return
+    if access is Access.READ:
+        table.grant_read_data(role)
+    else:
+        table.grant_read_write_data(role)
+    if has_indexes:  # the grant then also covers <table>/index/*
+        _acknowledge_wildcard(
+            role,
+            f"{_reference(table, 'Arn')}/index/*",
+            "Queries go through this table's global secondary indexes (index/*), of this table only.",
+        )
+
+
+# Explicit object actions rather than Bucket.grant_read_write's GetObject*/DeleteObject*/Abort*
+# wildcards: artifacts are written once by content hash and never deleted by a function.
+_BUCKET_ACTIONS = {
+    Access.READ: ["s3:GetObject"],
+    Access.READ_WRITE: ["s3:GetObject", "s3:PutObject"],
+}
+
+
+def _grant_bucket(bucket: s3.Bucket, role: iam.Role, access: Access) -> None:
+    if access is Access.NONE:
+        return
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn])
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=_BUCKET_ACTIONS[access], resources=[bucket.arn_for_objects("*")])
+    )
+    _acknowledge_wildcard(
+        role,
+        f"{_reference(bucket, 'Arn')}/*",
+        "Artifact keys are content hashes under per-run prefixes chosen at run time; objects of "
+        "this one bucket only.",
+    )
+
+
+def _reference(resource: Construct, attribute: str) -> str:
+    """How cdk-nag spells Fn::GetAtt of a resource's attribute in a finding: <LogicalId.Attr>."""
+    logical_id = Stack.of(resource).get_logical_id(resource.node.default_child)
+    return f"<{logical_id}.{attribute}>"
+
+
+def wildcard_resource_finding(resource: str) -> str:
+    """The id cdk-nag gives the AwsSolutions-IAM5 finding for one wildcard resource."""
+    return f"AwsSolutions-IAM5[Resource::{resource}]"
+
+
+def _acknowledge_wildcard(role: iam.IRole, resource: str, reason: str) -> None:
+    Validations.of(role).acknowledge(
+        Acknowledgment(id=wildcard_resource_finding(resource), reason=reason)
+    )

@@ -1,0 +1,66 @@
+"""The run state machine, loaded from statemachines/run.asl.json, and the review keeper's schedule."""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Duration, Validations
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra import PROJECT_ROOT
+from infra.constructs.functions import LOG_RETENTION, Functions, wildcard_resource_finding
+
+DEFINITION_FILE = PROJECT_ROOT / "statemachines" / "run.asl.json"
+REVIEW_KEEPER_INTERVAL = Duration.minutes(5)
+
+
+class Workflow(Construct):
+    """One STANDARD execution per run attempt; every state's input and output is logged."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, functions: Functions) -> None:
+        super().__init__(scope, construct_id)
+        tasks = functions.state_machine_tasks
+
+        execution_logs = logs.LogGroup(self, "ExecutionLogs", retention=LOG_RETENTION)
+        self.state_machine = sfn.StateMachine(
+            self,
+            "RunStateMachine",
+            definition_body=sfn.DefinitionBody.from_file(str(DEFINITION_FILE)),
+            definition_substitutions={
+                f"{name}Arn": function.function_arn for name, function in tasks.items()
+            },
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            logs=sfn.LogOptions(
+                destination=execution_logs,
+                level=sfn.LogLevel.ALL,
+                include_execution_data=True,
+            ),
+            tracing_enabled=True,
+        )
+        # The unqualified ARNs the definition calls, and nothing else (no versions, no aliases).
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"],
+                resources=[function.function_arn for function in tasks.values()],
+            )
+        )
+        Validations.of(self.state_machine.role).acknowledge(
+            Acknowledgment(
+                id=wildcard_resource_finding("*"),
+                reason="CloudWatch Logs delivery (logs:*LogDelivery, resource policies) and "
+                "X-Ray tracing actions support no resource-level permissions; Step Functions "
+                "requires them on '*' to deliver execution logs and traces.",
+            )
+        )
+
+        # Pending reviews wait on a task token: the keeper heartbeats them and fails stale ones.
+        events.Rule(
+            self,
+            "ReviewKeeperSchedule",
+            description="Heartbeat pending reviews and fail the stale ones",
+            schedule=events.Schedule.rate(REVIEW_KEEPER_INTERVAL),
+            targets=[targets.LambdaFunction(functions.review_keeper)],
+        )

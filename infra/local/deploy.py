@@ -1,0 +1,127 @@
+"""Deploy a synthesized cloud assembly into moto, as `cdk deploy` would into an account."""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import sys
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+STACK_NAME = "AgentLedgerStack"
+BOOTSTRAP_QUALIFIER = "hnb659fds"
+BOOTSTRAP_VERSION = "30"
+
+
+@dataclass(frozen=True)
+class DeployedStack:
+    outputs: dict[str, str]
+    resources: dict[str, str]  # logical id -> physical id
+    state_machine_arn: str
+    functions: dict[str, str]  # logical id -> function name
+
+
+def _zip_directory(directory: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(directory).as_posix())
+    return buffer.getvalue()
+
+
+def _publish_assets(assembly: Path, account: str, region: str) -> str:
+    """Create the bootstrap bucket and upload the file assets, as `cdk deploy` publishes them."""
+    s3 = boto3.client("s3", region_name=region)
+    bucket = f"cdk-{BOOTSTRAP_QUALIFIER}-assets-{account}-{region}"
+    s3.create_bucket(Bucket=bucket)
+    boto3.client("ssm", region_name=region).put_parameter(
+        Name=f"/cdk-bootstrap/{BOOTSTRAP_QUALIFIER}/version", Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True)
+    manifest = json.loads((assembly / f"{STACK_NAME}.assets.json").read_text())
+    for asset in manifest.get("files", {}).values():
+        source = assembly / asset["source"]["path"]
+        body = _zip_directory(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+        for destination in asset["destinations"].values():
+            s3.put_object(Bucket=bucket, Key=destination["objectKey"], Body=body)
+    return bucket
+
+
+def _resolve_arn(value: Any, resources: dict[str, str], template: dict[str, Any], region: str) -> str:
+    """Fn::GetAtt [X, Arn] for the resource types the state machine's substitutions use."""
+    logical, attribute = value["Fn::GetAtt"]
+    if attribute != "Arn":
+        raise ValueError(f"cannot resolve Fn::GetAtt {logical}.{attribute} locally")
+    kind = template["Resources"][logical]["Type"]
+    physical = resources[logical]
+    if kind == "AWS::Lambda::Function":
+        return boto3.client("lambda", region_name=region).get_function(FunctionName=physical)["Configuration"]["FunctionArn"]
+    if kind == "AWS::IAM::Role":
+        return boto3.client("iam", region_name=region).get_role(RoleName=physical)["Role"]["Arn"]
+    raise ValueError(f"cannot resolve the ARN of a {kind} locally")
+
+
+def _create_state_machine(template: dict[str, Any], resources: dict[str, str], bucket: str, region: str) -> str:
+    """moto's CloudFormation puts state machines in a backend that does not execute them; create
+    it again through the Step Functions API, under the same name (so the same ARN the functions
+    were given), from the same definition file and resolved substitutions."""
+    sfn = boto3.client("stepfunctions", region_name=region)
+    s3 = boto3.client("s3", region_name=region)
+    machines = {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::StepFunctions::StateMachine"}
+    if len(machines) != 1:
+        raise ValueError(f"expected one state machine in the template, found {len(machines)}")
+    logical, resource = next(iter(machines.items()))
+    props = resource["Properties"]
+    location = props["DefinitionS3Location"]
+    key = location["Key"]
+    definition = s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+    for name, value in props.get("DefinitionSubstitutions", {}).items():
+        definition = definition.replace("${" + name + "}", _resolve_arn(value, resources, template, region))
+    unresolved = sorted(set(re.findall(r"\$\{(\w+)\}", definition)))
+    if unresolved:
+        raise ValueError(f"state machine definition has unresolved substitutions: {unresolved}")
+    role_arn = _resolve_arn(props["RoleArn"], resources, template, region)
+    name = resources[logical].rsplit(":", 1)[-1]
+    return sfn.create_state_machine(name=name, definition=definition, roleArn=role_arn,
+                                    type=props.get("StateMachineType", "STANDARD"))["stateMachineArn"]
+
+
+def deploy(assembly: Path, region: str) -> DeployedStack:
+    account = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
+    bucket = _publish_assets(assembly, account, region)
+    template_text = (assembly / f"{STACK_NAME}.template.json").read_text()
+    template = json.loads(template_text)
+    cfn = boto3.client("cloudformation", region_name=region)
+    # moto names each resource type it does not model, many times over; one summary line follows.
+    moto_logger = logging.getLogger("moto")
+    level = moto_logger.level
+    moto_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Tried to parse", category=UserWarning)
+            cfn.create_stack(StackName=STACK_NAME, TemplateBody=template_text,
+                             Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"])
+    finally:
+        moto_logger.setLevel(level)
+    stack = cfn.describe_stacks(StackName=STACK_NAME)["Stacks"][0]
+    if stack["StackStatus"] != "CREATE_COMPLETE":
+        raise RuntimeError(f"local stack ended in {stack['StackStatus']}: {stack.get('StackStatusReason', '')}")
+    resources: dict[str, str] = {}
+    for page in cfn.get_paginator("list_stack_resources").paginate(StackName=STACK_NAME):
+        for summary in page["StackResourceSummaries"]:
+            resources[summary["LogicalResourceId"]] = summary.get("PhysicalResourceId", "")
+    missing = sorted(k for k, r in template["Resources"].items()
+                     if k not in resources and r["Type"] != "AWS::CDK::Metadata")
+    if missing:
+        print(f"agentledger: moto skipped {len(missing)} resource(s) it does not model: {', '.join(missing[:8])}"
+              f"{'…' if len(missing) > 8 else ''}", file=sys.stderr)
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    state_machine_arn = _create_state_machine(template, resources, bucket, region)
+    functions = {k: resources[k] for k, r in template["Resources"].items()
+                 if r["Type"] == "AWS::Lambda::Function" and k in resources}
+    return DeployedStack(outputs=outputs, resources=resources, state_machine_arn=state_machine_arn, functions=functions)

@@ -1,0 +1,33 @@
+"""Real DynamoDB applies conditional writes atomically; moto's backend does not across threads
+(measured: concurrent conditional puts with two winners). Serializing the backend's item
+operations restores the guarantee the ledger relies on, so concurrency tests fail or pass for
+our reasons, not moto's."""
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from moto.dynamodb.models import DynamoDBBackend
+
+_LOCK = threading.RLock()
+_GUARDED = ("put_item", "update_item", "delete_item", "get_item", "query", "scan", "transact_write_items",
+            "transact_get_items", "batch_write_item", "batch_get_item")
+
+
+def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        with _LOCK:
+            return method(*args, **kwargs)
+
+    guarded.__agentledger_serialized__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def install() -> None:
+    for name in _GUARDED:
+        method = getattr(DynamoDBBackend, name, None)
+        if method is not None and not getattr(method, "__agentledger_serialized__", False):
+            setattr(DynamoDBBackend, name, _serialized(method))

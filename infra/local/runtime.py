@@ -1,0 +1,175 @@
+"""The local stack: moto with the synthesized template deployed, Lambda invocations served by the
+real handlers, and the state machine executed by moto's interpreter from the same ASL file."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from . import dynamodb_lock, environ, lambda_bridge
+from .deploy import DeployedStack, deploy
+from .faults import CrashSwitchboard
+from .synth import synthesize
+
+REGION = "us-east-1"
+API_HANDLER = "handlers.api.handler"
+KEEPER_HANDLER = "handlers.review.keep_alive"
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+_FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    headers: dict[str, str]
+    body: str
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+class LocalRuntime:
+    def __init__(self, assembly: Path | None = None, workspace_root: Path | None = None) -> None:
+        self._assembly = assembly
+        self._workspace_root = workspace_root
+        self._mock: Any = None
+        self.stack: DeployedStack | None = None
+        self.crashes = CrashSwitchboard()
+        self._function_by_handler: dict[str, str] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> LocalRuntime:
+        for name, value in _FAKE_CREDENTIALS.items():
+            os.environ.setdefault(name, value)
+        environ.install()
+        dynamodb_lock.install()
+        lambda_bridge.install()
+        self.crashes.install()
+        assembly = self._assembly or synthesize()
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock.start()
+        self.stack = deploy(assembly, REGION)
+        lambda_client = self.client("lambda")
+        for function_name in self.stack.functions.values():
+            config = lambda_client.get_function_configuration(FunctionName=function_name)
+            self._function_by_handler[config["Handler"]] = function_name
+            if self._workspace_root is not None:
+                variables = {**config.get("Environment", {}).get("Variables", {}),
+                             "AGENTLEDGER_WORKSPACE_ROOT": str(self._workspace_root)}
+                lambda_client.update_function_configuration(FunctionName=function_name,
+                                                            Environment={"Variables": variables})
+        return self
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._wait_for_executions_to_settle()
+            self._mock.stop()
+            self._mock = None
+
+    def __enter__(self) -> LocalRuntime:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _wait_for_executions_to_settle(self) -> None:
+        """Stop executions still waiting (for a review), so moto's worker threads end with the mock."""
+        sfn = self.client("stepfunctions")
+        for execution in sfn.list_executions(stateMachineArn=self.state_machine_arn, statusFilter="RUNNING")["executions"]:
+            sfn.stop_execution(executionArn=execution["executionArn"], cause="local runtime stopping")
+
+    # -- access ----------------------------------------------------------------------------
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)
+
+    @property
+    def state_machine_arn(self) -> str:
+        assert self.stack is not None, "start() the runtime first"
+        return self.stack.state_machine_arn
+
+    def output(self, name: str) -> str:
+        assert self.stack is not None, "start() the runtime first"
+        return self.stack.outputs[name]
+
+    def function_name(self, handler: str) -> str:
+        return self._function_by_handler[handler]
+
+    def invoke(self, handler: str, event: dict[str, Any]) -> tuple[Any, str | None]:
+        """Invoke a deployed function through moto's Lambda API; returns (payload, function error)."""
+        response = self.client("lambda").invoke(FunctionName=self.function_name(handler), Payload=json.dumps(event))
+        return json.loads(response["Payload"].read() or b"null"), response.get("FunctionError")
+
+    def call_api(self, method: str, path: str, *, body: Any = None, query: dict[str, str] | None = None,
+                 headers: dict[str, str] | None = None) -> ApiResponse:
+        event = proxy_event(method, path, body=None if body is None else json.dumps(body), query=query, headers=headers)
+        payload, error = self.invoke(API_HANDLER, event)
+        if error:
+            return ApiResponse(502, {"content-type": "application/json"},
+                               json.dumps({"error": "Bad Gateway", "message": payload.get("errorMessage", "")}))
+        return ApiResponse(payload["statusCode"], payload.get("headers") or {}, payload.get("body") or "")
+
+    def run_review_keeper(self) -> dict[str, Any]:
+        payload, error = self.invoke(KEEPER_HANDLER, {"source": "aws.events", "detail-type": "Scheduled Event"})
+        if error:
+            raise RuntimeError(f"review keeper failed: {payload}")
+        return payload
+
+    # -- executions ------------------------------------------------------------------------
+    def execution_status(self, name: str) -> str | None:
+        from agentledger.executions import execution_arn  # noqa: PLC0415 — library import, no cycle
+
+        try:
+            return self.client("stepfunctions").describe_execution(
+                executionArn=execution_arn(self.state_machine_arn, name))["status"]
+        except self.client("stepfunctions").exceptions.ExecutionDoesNotExist:
+            return None
+
+    def wait_for_execution(self, name: str, timeout_s: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            status = self.execution_status(name)
+            if status in TERMINAL:
+                return status
+            time.sleep(0.05)
+        raise TimeoutError(f"execution {name} still running after {timeout_s}s")
+
+    def execution_history(self, name: str) -> list[dict[str, Any]]:
+        from agentledger.executions import execution_arn  # noqa: PLC0415
+
+        sfn = self.client("stepfunctions")
+        events: list[dict[str, Any]] = []
+        for page in sfn.get_paginator("get_execution_history").paginate(
+                executionArn=execution_arn(self.state_machine_arn, name)):
+            events.extend(page["events"])
+        return events
+
+
+def proxy_event(method: str, path: str, *, body: str | None, query: dict[str, str] | None,
+                headers: dict[str, str] | None) -> dict[str, Any]:
+    """An API Gateway REST proxy event, as API Gateway builds it for a request."""
+    headers = dict(headers or {})
+    headers.setdefault("Content-Type", "application/json")
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method.upper(),
+        "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": query or None,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": path, "httpMethod": method.upper(), "path": f"/local{path}", "stage": "local",
+            "requestId": f"local-{time.time_ns()}", "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }

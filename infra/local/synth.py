@@ -1,0 +1,56 @@
+"""Synthesize the CDK app once per source version: the cloud assembly is cached under a hash of
+everything that goes into it, so the local runtime and the tests reuse one synth."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SYNTH_INPUTS = ("infra", "functions", "statemachines", "pyproject.toml", "cdk.json")
+CACHE_ROOT = PROJECT_ROOT / ".cache" / "synth"
+STACK_TEMPLATE = "AgentLedgerStack.template.json"
+
+
+def source_hash() -> str:
+    digest = hashlib.sha256()
+    for name in SYNTH_INPUTS:
+        path = PROJECT_ROOT / name
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            relative = file.relative_to(PROJECT_ROOT)
+            if "__pycache__" in relative.parts or file.suffix == ".pyc" or "local" in relative.parts[:2]:
+                continue
+            digest.update(str(relative).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def synthesize(progress: bool = True) -> Path:
+    """The path of a cloud assembly for the current sources, synthesizing it if needed."""
+    target = CACHE_ROOT / source_hash()
+    if (target / STACK_TEMPLATE).exists():
+        return target
+    CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(CACHE_ROOT / ".lock", "w") as lock:
+        # Parallel test workers wait for one synth instead of running several.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / STACK_TEMPLATE).exists():
+            return target
+        if progress:
+            print("agentledger: synthesizing the CDK app (first run for these sources, ~30 s)...", file=sys.stderr, flush=True)
+        staging = target.with_name(target.name + f".tmp{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        env = {**os.environ, "CDK_OUTDIR": str(staging), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
+        result = subprocess.run([sys.executable, "-m", "infra.app"], cwd=PROJECT_ROOT, env=env,
+                                capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"cdk synth failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        staging.rename(target)
+        for stale in CACHE_ROOT.iterdir():
+            if stale.is_dir() and stale != target and not stale.name.endswith(f"tmp{os.getpid()}"):
+                shutil.rmtree(stale, ignore_errors=True)
+    return target

@@ -1,0 +1,34 @@
+"""AgentLedgerStack: wires the constructs together; every resource lives in a construct."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.constructs.api import Api
+from infra.constructs.functions import Functions
+from infra.constructs.storage import Storage
+from infra.constructs.workflow import Workflow
+
+
+class AgentLedgerStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, environment_name: str, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+
+        storage = Storage(self, "Storage")
+        functions = Functions(self, "Functions", storage=storage, environment_name=environment_name)
+        workflow = Workflow(self, "Workflow", functions=functions)
+        functions.connect_state_machine(workflow.state_machine)
+        api = Api(self, "Api", handler=functions.api)
+        # Further concerns (notifications, observability) are constructs wired here from the
+        # storage, functions, workflow and api above.
+
+        CfnOutput(self, "ApiUrl", value=api.rest_api.url)
+        CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
+        CfnOutput(self, "LedgerTableName", value=storage.ledger_table.table_name)
+        CfnOutput(self, "ArtifactBucketName", value=storage.artifact_bucket.bucket_name)
+        CfnOutput(self, "IdempotencyTableName", value=storage.idempotency_table.table_name)

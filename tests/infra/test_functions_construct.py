@@ -1,0 +1,193 @@
+"""Lambda functions: the contract's table, the latest Python on arm64, one least-privilege role each."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Match, Template
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+
+# The contract's function table: logical id -> (handler, timeout in seconds).
+CONTRACT_FUNCTIONS = {
+    "ApiFunction": ("handlers.api.handler", 29),
+    "AssessFunction": ("handlers.control.assess", 60),
+    "InspectFunction": ("handlers.stages.inspect", 300),
+    "PlanFunction": ("handlers.stages.plan", 300),
+    "ExecuteFunction": ("handlers.stages.execute", 300),
+    "VerifyFunction": ("handlers.stages.verify", 900),
+    "RequestReviewFunction": ("handlers.review.request", 60),
+    "CompleteFunction": ("handlers.stages.complete", 300),
+    "ClassifyFunction": ("handlers.control.classify", 60),
+    "ReviewKeeperFunction": ("handlers.review.keep_alive", 60),
+}
+WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction"}
+STATES_ACTIONS = {
+    "states:StartExecution",
+    "states:SendTaskSuccess",
+    "states:SendTaskFailure",
+    "states:SendTaskHeartbeat",
+    "states:DescribeExecution",
+}
+DYNAMODB_WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
+
+def _latest_python_runtime() -> lambda_.Runtime:
+    runtimes = [
+        getattr(lambda_.Runtime, name)
+        for name in dir(lambda_.Runtime)
+        if re.fullmatch(r"PYTHON_3_\d+", name)
+    ]
+    return max(runtimes, key=lambda runtime: int(runtime.name.split(".")[1]))
+
+
+def test_exactly_the_contract_functions_exist(resources) -> None:
+    assert set(resources("AWS::Lambda::Function")) == set(CONTRACT_FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_function_matches_the_contract(resources, logical_id, name: str) -> None:
+    handler, timeout = CONTRACT_FUNCTIONS[name]
+    properties = resources("AWS::Lambda::Function")[name]["Properties"]
+    assert properties["Handler"] == handler
+    assert properties["Timeout"] == timeout
+    assert properties["Runtime"] == _latest_python_runtime().name
+    assert properties["Architectures"] == ["arm64"]
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+    assert properties["Layers"] == [{"Ref": logical_id("AWS::Lambda::LayerVersion", "DependenciesLayer")}]
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_function_logs_to_its_own_log_group_with_retention(resources, name: str) -> None:
+    log_group = resources("AWS::Lambda::Function")[name]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    assert resources("AWS::Logs::LogGroup")[log_group]["Properties"]["RetentionInDays"] == 30
+
+
+def test_log_groups_and_roles_are_not_shared(resources) -> None:
+    functions = resources("AWS::Lambda::Function").values()
+    roles = {function["Properties"]["Role"]["Fn::GetAtt"][0] for function in functions}
+    log_groups = {function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"] for function in functions}
+    assert len(roles) == len(log_groups) == len(CONTRACT_FUNCTIONS)
+
+
+def test_function_roles_use_no_managed_policies(resources) -> None:
+    roles = resources("AWS::IAM::Role")
+    for function in resources("AWS::Lambda::Function").values():
+        role = roles[function["Properties"]["Role"]["Fn::GetAtt"][0]]
+        assert "ManagedPolicyArns" not in role["Properties"]
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_function_environment(resources, logical_id, name: str) -> None:
+    variables = resources("AWS::Lambda::Function")[name]["Properties"]["Environment"]["Variables"]
+    assert variables["LEDGER_TABLE_NAME"] == {"Ref": logical_id("AWS::DynamoDB::Table", "LedgerTable")}
+    assert variables["IDEMPOTENCY_TABLE_NAME"] == {
+        "Ref": logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
+    }
+    assert variables["ARTIFACT_BUCKET_NAME"] == {"Ref": logical_id("AWS::S3::Bucket", "ArtifactBucket")}
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "agentledger"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "AgentLedger"
+    assert variables["POWERTOOLS_LOG_LEVEL"] == "INFO"
+    assert variables["AGENTLEDGER_ENVIRONMENT"] == "dev"
+    if name in WORKFLOW_DRIVERS:
+        assert variables["STATE_MACHINE_ARN"] == {
+            "Ref": logical_id("AWS::StepFunctions::StateMachine", "RunStateMachine")
+        }
+    else:
+        assert "STATE_MACHINE_ARN" not in variables
+    assert ("AGENTLEDGER_TEST_TIMEOUT_SECONDS" in variables) == (name == "VerifyFunction")
+
+
+def test_verify_function_gets_its_test_timeout(resources) -> None:
+    variables = resources("AWS::Lambda::Function")["VerifyFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["AGENTLEDGER_TEST_TIMEOUT_SECONDS"] == "600"
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_only_the_workflow_drivers_control_executions(function_actions, name: str) -> None:
+    granted = function_actions(name) & STATES_ACTIONS
+    if name == "ApiFunction":
+        assert granted == STATES_ACTIONS
+    elif name == "ReviewKeeperFunction":
+        assert granted == STATES_ACTIONS - {"states:StartExecution"}
+    else:
+        assert granted == set()
+
+
+def test_execution_grants_are_scoped_to_the_run_state_machine(function_statements, logical_id) -> None:
+    state_machine = logical_id("AWS::StepFunctions::StateMachine", "RunStateMachine")
+    for name in WORKFLOW_DRIVERS:
+        for statement in function_statements(name):
+            if str(statement["Action"]).startswith("states:"):
+                assert state_machine in str(statement["Resource"]), statement
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_every_function_writes_its_own_logs_and_traces(function_statements, resources, name: str) -> None:
+    log_group = resources("AWS::Lambda::Function")[name]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    statements = function_statements(name)
+    assert Match.array_with(
+        [
+            Match.object_like(
+                {
+                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                    "Resource": {"Fn::GetAtt": [log_group, "Arn"]},
+                }
+            )
+        ]
+    ).test(statements).is_success
+    assert any(
+        statement["Resource"] == "*"
+        and set(statement["Action"]) == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+        for statement in statements
+    )
+
+
+def test_idempotency_table_is_granted_only_to_functions_with_external_effects(
+    function_statements, logical_id
+) -> None:
+    table = logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
+    with_access = {
+        name
+        for name in CONTRACT_FUNCTIONS
+        if any(table in str(statement["Resource"]) for statement in function_statements(name))
+    }
+    assert with_access == {
+        "ExecuteFunction",
+        "RequestReviewFunction",
+        "CompleteFunction",
+        "ClassifyFunction",
+        "ReviewKeeperFunction",
+    }
+
+
+def test_read_only_functions_cannot_write(function_statements, logical_id) -> None:
+    bucket = logical_id("AWS::S3::Bucket", "ArtifactBucket")
+    api_artifact_actions = {
+        action
+        for statement in function_statements("ApiFunction")
+        if bucket in str(statement["Resource"])
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+    assert api_artifact_actions == {"s3:ListBucket", "s3:GetObject"}
+    keeper_resources = str([statement["Resource"] for statement in function_statements("ReviewKeeperFunction")])
+    assert bucket not in keeper_resources
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_no_function_may_delete_or_use_wildcard_actions(function_actions, name: str) -> None:
+    actions = function_actions(name)
+    assert not any("*" in action for action in actions), actions
+    assert not any(action.startswith("s3:Delete") for action in actions)
+
+
+def test_dependencies_layer_targets_the_function_runtime(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::LayerVersion",
+        {
+            "CompatibleRuntimes": [_latest_python_runtime().name],
+            "CompatibleArchitectures": ["arm64"],
+        },
+    )

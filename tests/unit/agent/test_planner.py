@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from agentledger.agent import (
+    DocstringExamplePlanner,
+    Example,
+    Plan,
+    PlanItem,
+    inspect_repository,
+    snapshot_directory,
+)
+from agentledger.agent.planner import module_import_path
+
+from .samples import make_sample_repo, write
+
+pytestmark = pytest.mark.unit
+
+
+def _plan(repo):
+    snapshot = snapshot_directory(repo)
+    return DocstringExamplePlanner().plan(inspect_repository(snapshot), snapshot)
+
+
+def test_plans_one_test_module_per_source_module_from_docstring_examples(tmp_path):
+    plan = _plan(make_sample_repo(tmp_path / "repo"))
+    assert plan.planner == "docstring-examples"
+    assert [(item.target, item.test_path) for item in plan.items] == [
+        ("pkg/calc.py::add", "agentledger_tests/test_pkg_calc.py"),
+        ("pkg/calc.py::divide", "agentledger_tests/test_pkg_calc.py"),
+    ]
+    assert plan.items[0].examples == [
+        Example(source="add(2, 3)", expected="5"),
+        Example(source="total = add(1, 1)", expected=""),
+        Example(source="total * SCALE", expected="20"),
+    ]
+
+
+def test_untested_functions_without_examples_are_skipped_with_a_reason(tmp_path):
+    plan = _plan(make_sample_repo(tmp_path / "repo"))
+    assert [(skip.target, skip.reason) for skip in plan.skipped] == [
+        ("pkg/calc.py::multiply", "no docstring examples to turn into tests")
+    ]
+
+
+def test_files_read_are_the_planned_modules_with_their_hashes(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    snapshot = snapshot_directory(repo)
+    plan = DocstringExamplePlanner().plan(inspect_repository(snapshot), snapshot)
+    assert plan.files_read == {"pkg/calc.py": snapshot.files["pkg/calc.py"]}
+    assert plan.revision == snapshot.revision
+
+
+def test_the_same_input_gives_the_same_plan_digest(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    first, second = _plan(repo), _plan(repo)
+    assert first.digest() == second.digest()
+    assert first.digest().startswith("sha256:")
+
+
+def test_changing_a_source_file_changes_the_plan_digest(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    before = _plan(repo)
+    source = (repo / "pkg/calc.py").read_text()
+    write(repo, "pkg/calc.py", source.replace("return a / b", "return a // b"))
+    after = _plan(repo)
+    assert after.items == before.items  # the examples are unchanged...
+    assert after.files_read != before.files_read  # ...but the evidence they came from is not
+    assert after.digest() != before.digest()
+
+
+def test_the_digest_covers_every_part_of_the_plan(tmp_path):
+    plan = _plan(make_sample_repo(tmp_path / "repo"))
+    item = plan.items[0]
+    variants = [
+        plan.model_copy(update={"revision": "other"}),
+        plan.model_copy(update={"files_read": {}}),
+        plan.model_copy(update={"skipped": []}),
+        plan.model_copy(update={"items": [item.model_copy(update={"examples": item.examples[:1]})]}),
+        plan.model_copy(update={"items": [item.model_copy(update={"rationale": "other"})]}),
+    ]
+    digests = {plan.digest(), *(variant.digest() for variant in variants)}
+    assert len(digests) == len(variants) + 1
+
+
+def test_modules_whose_test_files_would_collide_keep_the_first(tmp_path):
+    repo = tmp_path / "repo"
+    example = 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n'
+    write(repo, "pkg/calc.py", example)
+    write(repo, "pkg_calc.py", example)
+    plan = _plan(repo)
+    assert [item.target for item in plan.items] == ["pkg/calc.py::f"]
+    assert plan.skipped[0].target == "pkg_calc.py::f"
+    assert "already used for pkg/calc.py" in plan.skipped[0].reason
+
+
+def test_modules_that_cannot_be_imported_by_name_are_skipped(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "scripts/run-me.py", 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n')
+    plan = _plan(repo)
+    assert plan.items == []
+    assert plan.skipped[0].reason == "module path is not importable by name"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("pkg/mod.py", "pkg.mod"), ("mod.py", "mod"), ("pkg/__init__.py", "pkg"),
+     ("my-scripts/mod.py", None), ("__init__.py", None), ("notes.txt", None)],
+)
+def test_module_import_path(path, expected):
+    assert module_import_path(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("target", "test_path"),
+    [("pkg/mod.py::f", "../outside.py"), ("pkg/mod.py::f", "/abs/test_x.py"),
+     ("pkg/mod.py::f", "tests/data.txt"), ("pkg/mod.py", "tests/test_x.py"),
+     ("pkg/mod.py::Class.method", "tests/test_x.py")],
+)
+def test_a_plan_refuses_items_the_executor_could_not_write_safely(target, test_path):
+    with pytest.raises(ValidationError):
+        Plan(
+            planner="custom", revision="r", skipped=[], files_read={},
+            items=[PlanItem(target=target, test_path=test_path, rationale="", examples=[])],
+        )
+
+
+def test_a_plan_refuses_two_functions_of_one_name_in_one_test_file():
+    items = [
+        PlanItem(target=f"{module}::f", test_path="t/test_x.py", rationale="", examples=[])
+        for module in ("a.py", "b.py")
+    ]
+    with pytest.raises(ValidationError, match="two targets named 'f'"):
+        Plan(planner="custom", revision="r", skipped=[], files_read={}, items=items)
