@@ -5,6 +5,7 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.idempotency import (
@@ -41,6 +42,18 @@ app.configure_openapi(title="agentledger", version="1.0.0",
 def _error(status: HTTPStatus, message: str) -> Response[dict[str, Any]]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
                     body={"error": status.phrase, "message": message})
+
+
+@app.exception_handler(RequestValidationError)
+def _invalid(error: RequestValidationError) -> Response[dict[str, Any]]:
+    problems = [f"{'.'.join(str(part) for part in e['loc'])}: {e.get('msg', e['type'])}" for e in error.errors()]
+    return _error(HTTPStatus.UNPROCESSABLE_ENTITY, "; ".join(problems))
+
+
+@app.exception_handler(Exception)
+def _unexpected(error: Exception) -> Response[dict[str, Any]]:
+    logger.exception("unhandled error")
+    return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; the request id is in the logs")
 
 
 @app.exception_handler(RunNotFoundError)

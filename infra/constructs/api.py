@@ -12,6 +12,7 @@ from constructs import Construct
 
 from infra.constructs.functions import LOG_RETENTION
 
+STAGE_NAME = "v1"  # the API's version; the environment is the stack's, not the stage's
 THROTTLING_RATE_LIMIT = 20  # steady requests per second, across all clients
 THROTTLING_BURST_LIMIT = 40
 
@@ -84,6 +85,7 @@ class Api(Construct):
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=True,
             deploy_options=apigw.StageOptions(
+                stage_name=STAGE_NAME,
                 access_log_destination=apigw.LogGroupLogDestination(access_logs),
                 access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
                     caller=True,

@@ -63,26 +63,26 @@ class FunctionSpec:
 FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "ApiFunction", "handlers.api.handler", 29,
-        artifacts=Access.READ,
+        artifacts=Access.READ,  # source snapshots, and presigned artifact links signed by this role
+        idempotency=Access.READ_WRITE,  # POST /runs honours the Idempotency-Key header
         workflow_control=WorkflowControl.START_AND_RESPOND,
         state_machine_task=False,
     ),
     FunctionSpec("AssessFunction", "handlers.control.assess", 60, artifacts=Access.READ),
     FunctionSpec("InspectFunction", "handlers.stages.inspect", 300),
     FunctionSpec("PlanFunction", "handlers.stages.plan", 300),
-    FunctionSpec("ExecuteFunction", "handlers.stages.execute", 300, idempotency=Access.READ_WRITE),
+    FunctionSpec("ExecuteFunction", "handlers.stages.execute", 300),
     FunctionSpec(
         "VerifyFunction", "handlers.stages.verify", 900,
         memory_mb=1024,  # runs the repository's test suite in a subprocess
         extra_environment={"AGENTLEDGER_TEST_TIMEOUT_SECONDS": "600"},
     ),
-    FunctionSpec("RequestReviewFunction", "handlers.review.request", 60, idempotency=Access.READ_WRITE),
-    FunctionSpec("CompleteFunction", "handlers.stages.complete", 300, idempotency=Access.READ_WRITE),
-    FunctionSpec("ClassifyFunction", "handlers.control.classify", 60, idempotency=Access.READ_WRITE),
+    FunctionSpec("RequestReviewFunction", "handlers.review.request", 60),
+    FunctionSpec("CompleteFunction", "handlers.stages.complete", 300),
+    FunctionSpec("ClassifyFunction", "handlers.control.classify", 60),
     FunctionSpec(
         "ReviewKeeperFunction", "handlers.review.keep_alive", 60,
-        artifacts=Access.NONE,
-        idempotency=Access.READ_WRITE,
+        artifacts=Access.READ,  # re-checks each pending plan against its source snapshot
         workflow_control=WorkflowControl.RESPOND_TO_TASKS,
         state_machine_task=False,
     ),

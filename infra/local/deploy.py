@@ -8,6 +8,8 @@ import re
 import sys
 import warnings
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,23 +93,34 @@ def _create_state_machine(template: dict[str, Any], resources: dict[str, str], b
                                     type=props.get("StateMachineType", "STANDARD"))["stateMachineArn"]
 
 
-def deploy(assembly: Path, region: str) -> DeployedStack:
-    account = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
-    bucket = _publish_assets(assembly, account, region)
-    template_text = (assembly / f"{STACK_NAME}.template.json").read_text()
-    template = json.loads(template_text)
-    cfn = boto3.client("cloudformation", region_name=region)
-    # moto names each resource type it does not model, many times over; one summary line follows.
+@contextmanager
+def _quiet_moto() -> Iterator[None]:
+    """moto names each resource type it does not model, many times over; deploy prints one
+    summary line of what it skipped instead."""
     moto_logger = logging.getLogger("moto")
     level = moto_logger.level
     moto_logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Tried to parse", category=UserWarning)
-            cfn.create_stack(StackName=STACK_NAME, TemplateBody=template_text,
-                             Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"])
+            yield
     finally:
         moto_logger.setLevel(level)
+
+
+def deploy(assembly: Path, region: str) -> DeployedStack:
+    with _quiet_moto():
+        return _deploy(assembly, region)
+
+
+def _deploy(assembly: Path, region: str) -> DeployedStack:
+    account = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
+    bucket = _publish_assets(assembly, account, region)
+    template_text = (assembly / f"{STACK_NAME}.template.json").read_text()
+    template = json.loads(template_text)
+    cfn = boto3.client("cloudformation", region_name=region)
+    cfn.create_stack(StackName=STACK_NAME, TemplateBody=template_text,
+                     Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"])
     stack = cfn.describe_stacks(StackName=STACK_NAME)["Stacks"][0]
     if stack["StackStatus"] != "CREATE_COMPLETE":
         raise RuntimeError(f"local stack ended in {stack['StackStatus']}: {stack.get('StackStatusReason', '')}")

@@ -25,7 +25,7 @@ from moto.awslambda.models import LambdaFunction
 
 from agentledger.faults import SimulatedCrash
 
-from . import environ
+from . import environ, output
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 
@@ -53,6 +53,7 @@ class InvocationRecord:
     errored: bool
     error_type: str | None
     duration_s: float
+    output: list[str]
 
 
 class InvocationLog:
@@ -126,7 +127,7 @@ def invoke(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     }
     started = time.monotonic()
     error_type: str | None = None
-    with environ.lambda_environment(variables):
+    with environ.lambda_environment(variables), output.captured() as stdout:
         try:
             handler = resolve_handler(function)
             payload = event if not isinstance(event, str) else json.loads(event or "{}")
@@ -146,12 +147,29 @@ def invoke(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     if error_type is None and elapsed > context.timeout_s:
         error_type = "Sandbox.Timedout"
         result = _error_payload(error_type, f"Task timed out after {context.timeout_s:.2f} seconds", context.aws_request_id)
+    lines = [line for line in stdout.getvalue().splitlines() if line.strip()]
     invocations.add(InvocationRecord(function.function_name, function.handler or "", error_type is not None,
-                                     error_type, elapsed))
+                                     error_type, elapsed, lines))
+    _ship_logs(function, context, lines)
     return result, error_type is not None, ""
 
 
+def _ship_logs(function: LambdaFunction, context: LocalLambdaContext, lines: list[str]) -> None:
+    """Into the function's log group, where `agentledger metrics` reads the EMF records back."""
+    if not lines:
+        return
+    group = (getattr(function, "logging_config", None) or {}).get("LogGroup") or context.log_group_name
+    backend = function.logs_backend
+    backend.ensure_log_group(group)
+    stream = f"{time.strftime('%Y/%m/%d')}/[{function.version}]{context.aws_request_id}"
+    backend.create_log_stream(group, stream)
+    now = int(time.time() * 1000)
+    backend.put_log_events(group, stream, [{"timestamp": now, "message": line} for line in lines])
+
+
 def install() -> None:
+    output.install()
+
     def _invoke_lambda(self: LambdaFunction, event: str | None = None) -> tuple[str, bool, str]:
         return invoke(self, event if event is not None else {})
 

@@ -106,9 +106,11 @@ class LocalRuntime:
         response = self.client("lambda").invoke(FunctionName=self.function_name(handler), Payload=json.dumps(event))
         return json.loads(response["Payload"].read() or b"null"), response.get("FunctionError")
 
-    def call_api(self, method: str, path: str, *, body: Any = None, query: dict[str, str] | None = None,
-                 headers: dict[str, str] | None = None) -> ApiResponse:
-        event = proxy_event(method, path, body=None if body is None else json.dumps(body), query=query, headers=headers)
+    def call_api(self, method: str, path: str, *, body: Any = None, raw_body: str | None = None,
+                 query: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> ApiResponse:
+        if body is not None:
+            raw_body = json.dumps(body)
+        event = proxy_event(method, path, body=raw_body, query=query, headers=headers)
         payload, error = self.invoke(API_HANDLER, event)
         if error:
             return ApiResponse(502, {"content-type": "application/json"},

@@ -1,0 +1,52 @@
+"""Per-invocation stdout and stderr, as Lambda sends a function's output to its log group.
+
+Handlers print structured logs and EMF metrics to stdout. Locally many invocations share one
+process, so sys.stdout is replaced by a stream that, inside an invocation, collects that
+invocation's lines; outside one it writes to the real terminal."""
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TextIO
+
+_buffer: ContextVar[io.StringIO | None] = ContextVar("lambda_stdout", default=None)
+
+
+class InvocationStream(io.TextIOBase):
+    def __init__(self, terminal: TextIO) -> None:
+        self.terminal = terminal
+
+    def write(self, text: str) -> int:
+        buffer = _buffer.get()
+        return (buffer or self.terminal).write(text)
+
+    def flush(self) -> None:
+        if _buffer.get() is None:
+            self.terminal.flush()
+
+    def isatty(self) -> bool:
+        return self.terminal.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.terminal, "encoding", "utf-8")
+
+
+def install() -> None:
+    if not isinstance(sys.stdout, InvocationStream):
+        sys.stdout = InvocationStream(sys.stdout)
+    if not isinstance(sys.stderr, InvocationStream):
+        sys.stderr = InvocationStream(sys.stderr)
+
+
+@contextmanager
+def captured() -> Iterator[io.StringIO]:
+    buffer = io.StringIO()
+    token = _buffer.set(buffer)
+    try:
+        yield buffer
+    finally:
+        _buffer.reset(token)

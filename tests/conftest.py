@@ -1,0 +1,32 @@
+"""Fixtures shared by every kind of test."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.local.runtime import LocalRuntime
+from infra.local.sample_repo import write_sample_repository
+from tests.stack_driver import Driver
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    return write_sample_repository(tmp_path / "sample-repo")
+
+
+@pytest.fixture(scope="session")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
+    """One local stack per test worker; runs are independent, so tests share it."""
+    local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces")).start()
+    yield local
+    local.stop()
+
+
+@pytest.fixture
+def driver(runtime: LocalRuntime) -> Driver:
+    return Driver(runtime)

@@ -1,0 +1,93 @@
+"""The run state machine and the review keeper's schedule."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra import PROJECT_ROOT
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+
+TASK_FUNCTIONS = [
+    "AssessFunction",
+    "InspectFunction",
+    "PlanFunction",
+    "ExecuteFunction",
+    "VerifyFunction",
+    "RequestReviewFunction",
+    "CompleteFunction",
+    "ClassifyFunction",
+]
+DEFINITION_FILE = PROJECT_ROOT / "statemachines" / "run.asl.json"
+
+
+def test_state_machine_is_standard_logged_and_traced(template: Template, logical_id) -> None:
+    template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
+    log_group = logical_id("AWS::Logs::LogGroup", "ExecutionLogs")
+    template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "StateMachineType": "STANDARD",
+            "TracingConfiguration": {"Enabled": True},
+            "LoggingConfiguration": {
+                "Level": "ALL",
+                "IncludeExecutionData": True,
+                "Destinations": [
+                    {"CloudWatchLogsLogGroup": {"LogGroupArn": {"Fn::GetAtt": [log_group, "Arn"]}}}
+                ],
+            },
+        },
+    )
+
+
+def test_substitutions_are_the_task_function_arns(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "DefinitionSubstitutions": {
+                f"{name}Arn": {"Fn::GetAtt": [name, "Arn"]} for name in TASK_FUNCTIONS
+            }
+        },
+    )
+
+
+def test_definition_file_uses_exactly_the_substitutions() -> None:
+    placeholders = set(re.findall(r"\$\{(\w+)\}", DEFINITION_FILE.read_text()))
+    assert placeholders == {f"{name}Arn" for name in TASK_FUNCTIONS}
+
+
+def test_state_machine_may_invoke_exactly_the_task_functions(
+    resources, role_statements, logical_id
+) -> None:
+    role = resources("AWS::StepFunctions::StateMachine")[
+        logical_id("AWS::StepFunctions::StateMachine", "RunStateMachine")
+    ]["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invoke_statements = [
+        statement for statement in role_statements(role) if statement["Action"] == "lambda:InvokeFunction"
+    ]
+    invoked = [resource for statement in invoke_statements for resource in statement["Resource"]]
+    assert sorted(invoked, key=str) == sorted(
+        ({"Fn::GetAtt": [name, "Arn"]} for name in TASK_FUNCTIONS), key=str
+    )
+
+
+def test_review_keeper_runs_every_five_minutes(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(5 minutes)",
+            "State": "ENABLED",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": ["ReviewKeeperFunction", "Arn"]}})],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Fn::GetAtt": ["ReviewKeeperFunction", "Arn"]},
+            "Principal": "events.amazonaws.com",
+        },
+    )

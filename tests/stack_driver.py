@@ -1,0 +1,55 @@
+"""Driving runs on the local stack (moto + the synthesized template + the real handlers)."""
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from agentledger.service import run_id_for
+from infra.local.runtime import LocalRuntime
+
+TERMINAL_STATUSES = frozenset({"awaiting_review", "complete", "needs_person", "failed", "cancelled"})
+
+
+class Driver:
+    """Drives runs through the API handler exactly as API Gateway would call it."""
+
+    def __init__(self, runtime: LocalRuntime) -> None:
+        self.runtime = runtime
+
+    def start(self, repo: Path, crash: str | None = None, request: str = "write tests") -> str:
+        key = str(uuid.uuid4())
+        if crash:
+            self.runtime.crashes.arm(run_id_for(key), crash)
+        response = self.runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": request},
+                                         headers={"Idempotency-Key": key})
+        assert response.status == 201, response.body
+        return response.json()["run_id"]
+
+    def view(self, run_id: str) -> dict[str, Any]:
+        response = self.runtime.call_api("GET", f"/runs/{run_id}")
+        assert response.status == 200, response.body
+        return response.json()
+
+    def wait(self, run_id: str, execution: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
+        """Until the run settles: its execution finished, or it waits for a review."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            view = self.view(run_id)
+            name = execution or view["run"]["active_execution"]
+            if view["run"]["status"] == "awaiting_review" and view.get("review") and not view["review"].get("decision"):
+                return view
+            if self.runtime.execution_status(name) in ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"):
+                return self.view(run_id)
+            time.sleep(0.05)
+        raise TimeoutError(f"run {run_id} did not settle in {timeout_s}s: {self.view(run_id)['run']}")
+
+    def review(self, run_id: str, decision: str = "approve", plan_digest: str | None = None):
+        view = self.view(run_id)
+        digest = plan_digest or view["review"]["plan_digest"]
+        return self.runtime.call_api("POST", f"/runs/{run_id}/review",
+                                     body={"decision": decision, "plan_digest": digest})
+
+    def resume(self, run_id: str):
+        return self.runtime.call_api("POST", f"/runs/{run_id}/resume")
