@@ -5,7 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 CDK_CLI_VERSION := 2.1148.1
 STAMP := $(VENV)/.installed
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+# jsii silences its end-of-life banner only when this names the running Node major version.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
 .PHONY: install test test-unit test-integration synth demo bench serve clean

@@ -9,9 +9,9 @@ import pytest
 
 from infra.local.runtime import LocalRuntime
 from infra.local.sample_repo import write_sample_repository
+from tests import counting_agent
 from tests.stack_driver import Driver
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
 
 
 @pytest.fixture
@@ -22,7 +22,8 @@ def sample_repo(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     """One local stack per test worker; runs are independent, so tests share it."""
-    local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces")).start()
+    local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
+                         extra_environment={"AGENTLEDGER_AGENT": counting_agent.SPEC}).start()
     yield local
     local.stop()
 

@@ -120,8 +120,11 @@ class Workflow:
         snapshot = self.sources.snapshot(ledger.run.repository)
         statuses = evaluate_evidence(ledger, snapshot)
         if is_stage_valid(ledger, stage, statuses):
-            if stage == Stage.AWAIT_REVIEW and task_token and self.executions:
-                self.executions.succeed_task(task_token, _review_output(ledger))
+            if stage == Stage.AWAIT_REVIEW and task_token and ledger.review is not None:
+                # Approved while this task was being retried: keep the decision, hand the review
+                # keeper the live token so it answers this task with it.
+                self.ledger.write(ledger.run, records=[ledger.review.model_copy(update={"task_token": task_token})],
+                                  execution=execution, reason="approval carried over to the retried review task")
             # The ledger holds this stage's commit and the handler has not returned yet.
             faults.reach(run_id, stage, "after_commit", execution)
             return self._outcome(ledger.run, stage, skipped=True)

@@ -127,6 +127,7 @@ def invoke(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     }
     started = time.monotonic()
     error_type: str | None = None
+    output.install()  # again: a test runner may have swapped sys.stdout since the last invocation
     with environ.lambda_environment(variables), output.captured() as stdout:
         try:
             handler = resolve_handler(function)

@@ -36,9 +36,12 @@ class ApiResponse:
 
 
 class LocalRuntime:
-    def __init__(self, assembly: Path | None = None, workspace_root: Path | None = None) -> None:
+    def __init__(self, assembly: Path | None = None, workspace_root: Path | None = None,
+                 extra_environment: dict[str, str] | None = None) -> None:
         self._assembly = assembly
-        self._workspace_root = workspace_root
+        self._extra_environment = dict(extra_environment or {})
+        if workspace_root is not None:
+            self._extra_environment["AGENTLEDGER_WORKSPACE_ROOT"] = str(workspace_root)
         self._mock: Any = None
         self.stack: DeployedStack | None = None
         self.crashes = CrashSwitchboard()
@@ -60,9 +63,10 @@ class LocalRuntime:
         for function_name in self.stack.functions.values():
             config = lambda_client.get_function_configuration(FunctionName=function_name)
             self._function_by_handler[config["Handler"]] = function_name
-            if self._workspace_root is not None:
-                variables = {**config.get("Environment", {}).get("Variables", {}),
-                             "AGENTLEDGER_WORKSPACE_ROOT": str(self._workspace_root)}
+            if self._extra_environment:
+                # Local-only settings (where workspaces go, a plugged-in agent) on top of what
+                # the stack configured; nothing the stack set is replaced.
+                variables = {**self._extra_environment, **config.get("Environment", {}).get("Variables", {})}
                 lambda_client.update_function_configuration(FunctionName=function_name,
                                                             Environment={"Variables": variables})
         return self

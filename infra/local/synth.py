@@ -44,7 +44,7 @@ def synthesize(progress: bool = True) -> Path:
             print("agentledger: synthesizing the CDK app (first run for these sources, ~30 s)...", file=sys.stderr, flush=True)
         staging = target.with_name(target.name + f".tmp{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        env = {**os.environ, "CDK_OUTDIR": str(staging), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
+        env = {**os.environ, "CDK_OUTDIR": str(staging)}
         result = subprocess.run([sys.executable, "-m", "infra.app"], cwd=PROJECT_ROOT, env=env,
                                 capture_output=True, text=True, check=False)
         if result.returncode != 0:

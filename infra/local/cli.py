@@ -1,0 +1,332 @@
+"""`agentledger`: serve the local stack, start and follow runs, review, resume and inspect them.
+
+Every command that talks to the API takes `--api URL` and `--json` (one JSON document on stdout
+instead of the human view). Errors are one line on stderr, exit 1; usage errors exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentledger.models import RunStatus
+
+from . import render
+from .client import ApiClient, ApiError, ApiUnreachable
+from .faults import CRASH_POINTS, parse_crash
+
+DEFAULT_API = "http://127.0.0.1:8787"
+DEFAULT_PORT = 8787
+DEFAULT_REQUEST = "Write tests for the functions that lack them"
+DEFAULT_WAIT_TIMEOUT_S = 120.0
+POLL_INTERVAL_S = 0.3
+# Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
+SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON,
+                     RunStatus.FAILED, RunStatus.CANCELLED})
+EXIT_USER_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+StageMarks = dict[str, tuple[Any, ...]]
+
+
+class CliError(Exception):
+    """A problem the user can fix, reported as one line."""
+
+
+# -- shared pieces -----------------------------------------------------------------------------
+def _client(args: argparse.Namespace) -> ApiClient:
+    return ApiClient(args.api)
+
+
+def _emit(args: argparse.Namespace, document: Any, human: Callable[[Any], str]) -> None:
+    print(json.dumps(document, indent=2) if args.json else human(document), flush=True)
+
+
+def _run_path(run_id: str) -> str:
+    return f"/runs/{run_id}"
+
+
+def _stage_marks(document: dict[str, Any] | None) -> StageMarks:
+    stages = (document or {}).get("stages") or {}
+    return {name: (stages[name]["status"], stages[name].get("attempt"), stages[name].get("execution"))
+            for name in render.STAGE_ORDER if name in stages}
+
+
+def _follow(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: bool,
+            already_seen: StageMarks | None = None) -> dict[str, Any]:
+    """Poll the run until it settles, printing a stage's line whenever that stage starts, finishes,
+    fails or is invalidated. Returns the last run document."""
+    seen = dict(already_seen or {})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        document = client.get(_run_path(run_id))
+        for name, mark in _stage_marks(document).items():
+            if seen.get(name) != mark:
+                seen[name] = mark
+                if show_progress:
+                    print(render.stage_progress_line(document["stages"][name]), flush=True)
+        status = document["run"]["status"]
+        if status in SETTLED:
+            return document
+        if time.monotonic() >= deadline:
+            raise CliError(f"{run_id} is still {status} after {timeout_s:g}s; "
+                           f"it goes on without us: follow it with `agentledger show {run_id}`")
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
+                       already_seen: StageMarks | None = None) -> None:
+    if not args.json:
+        print(f"following {run_id} (Ctrl-C stops following, not the run)", flush=True)
+    final = _follow(client, run_id, timeout_s=args.timeout, show_progress=not args.json, already_seen=already_seen)
+    _emit(args, final, render.outcome)
+
+
+# -- commands ----------------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    # The runtime pulls in moto, boto3 and the CDK assembly: only `serve` pays for that import.
+    from .runtime import LocalRuntime  # noqa: PLC0415
+    from .server import LocalApiServer  # noqa: PLC0415
+
+    runtime = LocalRuntime()
+    try:
+        # Bound before the stack starts, so a busy port fails in a moment, not after the deploy.
+        server = LocalApiServer(runtime, args.port, args.keeper_interval)
+    except OSError as error:
+        raise CliError(f"cannot listen on 127.0.0.1:{args.port}: {error.strerror or error}") from None
+    print("agentledger: starting the local stack on moto (synthesize if needed, then deploy)...",
+          file=sys.stderr, flush=True)
+    try:
+        runtime.start()
+    except Exception as error:  # noqa: BLE001 — any startup failure is reported as one line
+        raise CliError(f"the local stack did not start: {_last_line(error)}") from None
+    stopping = threading.Event()
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, lambda *_: stopping.set())
+    server.start()
+    try:
+        print(f"agentledger local API on {server.url} (Ctrl-C to stop)", flush=True)
+        print(f"state machine: {runtime.state_machine_arn}", flush=True)
+        stopping.wait()
+        print("agentledger: stopping...", file=sys.stderr, flush=True)
+    finally:
+        server.stop()
+        runtime.stop()
+    return 0
+
+
+def _last_line(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    repository = Path(args.path).expanduser().resolve()
+    if not repository.is_dir():
+        raise CliError(f"{args.path} is not a directory; give the path of a repository to work on")
+    # A fresh key per invocation; pass --idempotency-key to make a retried command safe.
+    headers = {"Idempotency-Key": args.idempotency_key or str(uuid.uuid4())}
+    if args.crash:
+        try:
+            parse_crash(args.crash)
+        except ValueError as error:
+            raise CliError(str(error)) from None
+        from .server import CRASH_HEADER  # noqa: PLC0415 — the local server's header, imported only when used
+
+        headers[CRASH_HEADER] = args.crash
+    client = _client(args)
+    body = {"repository": str(repository), "request": args.request, "environment": "dev"}
+    response = client.post("/runs", body, headers=headers)
+    if not args.wait:
+        _emit(args, response, render.created)
+        return 0
+    if not args.json:
+        print(render.created(response), flush=True)
+    _follow_and_report(args, client, response["run_id"])
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    client = _client(args)
+    query = {"status": args.status, "limit": args.limit}
+    page = client.get("/runs", query)
+    runs = list(page["runs"])
+    while args.all and page.get("next_cursor"):
+        page = client.get("/runs", {**query, "cursor": page["next_cursor"]})
+        runs.extend(page["runs"])
+    document = {"runs": runs, "next_cursor": page.get("next_cursor")}
+
+    def human(listing: dict[str, Any]) -> str:
+        more = "\n(more runs: add --all)" if listing["next_cursor"] else ""
+        return render.runs_table(listing["runs"]) + more
+
+    _emit(args, document, human)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    _emit(args, _client(args).get(_run_path(args.run_id)), render.run_timeline)
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    client = _client(args)
+    plan_digest = args.plan_digest
+    if plan_digest is None:
+        document = client.get(_run_path(args.run_id))
+        plan_digest = (document.get("review") or {}).get("plan_digest") or document["run"].get("plan_digest")
+        if not plan_digest:
+            raise CliError(f"{args.run_id} has no plan to review yet (status {document['run']['status']})")
+    body = {"decision": "approve" if args.approve else "request_changes", "plan_digest": plan_digest,
+            "comment": args.comment}
+    _emit(args, client.post(f"{_run_path(args.run_id)}/review", body), render.review_result)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    client = _client(args)
+    # Stage lines already in the ledger are not news: only what this execution changes is shown.
+    before = _stage_marks(client.get(_run_path(args.run_id))) if args.wait else None
+    response = client.post(f"{_run_path(args.run_id)}/resume", {})
+    if not args.wait:
+        _emit(args, response, render.assessment)
+        return 0
+    if not args.json:
+        print(render.assessment(response), flush=True)
+    _follow_and_report(args, client, args.run_id, already_seen=before)
+    return 0
+
+
+def cmd_crash_points(args: argparse.Namespace) -> int:
+    if args.json:
+        points = [f"{stage}:{point}" for stage, stage_points in CRASH_POINTS.items() for point in stage_points]
+        _emit(args, {"crash_points": points}, str)
+    else:
+        print(render.crash_points(CRASH_POINTS), flush=True)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from . import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
+
+    return demo.main(args)
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from . import metrics  # noqa: PLC0415
+
+    return metrics.main(args)
+
+
+# -- the parser --------------------------------------------------------------------------------
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def _global_options(defaults: bool) -> argparse.ArgumentParser:
+    """--api and --json, accepted before or after the command. The copy on each command has no
+    defaults, so an option given before the command is not reset by the command's parser."""
+    options = argparse.ArgumentParser(add_help=False)
+    unset = argparse.SUPPRESS
+    options.add_argument("--api", metavar="URL", default=os.environ.get("AGENTLEDGER_API", DEFAULT_API) if defaults else unset,
+                         help="the agentledger API (default: $AGENTLEDGER_API, else %s)" % DEFAULT_API)
+    options.add_argument("--json", action="store_true", default=False if defaults else unset,
+                         help="print one JSON document instead of the human view")
+    return options
+
+
+def _add_wait_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--wait", action="store_true", help="follow the run until it settles, stage by stage")
+    command.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
+                         help="give up following after this long (default %(default)g)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentledger", description=__doc__.splitlines()[0],
+                                     parents=[_global_options(defaults=True)])
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    common = _global_options(defaults=False)
+
+    def command(name: str, handler: Callable[[argparse.Namespace], int], summary: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=summary, description=summary)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    serve = command("serve", cmd_serve, "run the local stack (moto) and its HTTP API until Ctrl-C")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1 (default %(default)s)")
+    serve.add_argument("--keeper-interval", type=float, default=5.0, metavar="SECONDS",
+                       help="how often the review keeper runs (AWS: every 5 minutes; default %(default)g s)")
+
+    run = command("run", cmd_run, "start a run on a repository")
+    run.add_argument("path", metavar="PATH", help="the repository directory")
+    run.add_argument("--request", default=DEFAULT_REQUEST, help="what the agent is asked to do (default: %(default)r)")
+    run.add_argument("--crash", metavar="STAGE:POINT", help="local runtime only: crash that stage at that point "
+                                                             "(see `agentledger crash-points`)")
+    run.add_argument("--idempotency-key", metavar="KEY",
+                     help="names the run: repeating the command with the same key and body returns the same run")
+    _add_wait_options(run)
+
+    runs = command("runs", cmd_runs, "list runs, newest first")
+    runs.add_argument("--status", choices=[status.value for status in RunStatus])
+    runs.add_argument("--limit", type=int, metavar="N", help="runs per page (API default 20, at most 100)")
+    runs.add_argument("--all", action="store_true", help="follow the pages to the last run")
+
+    show = command("show", cmd_show, "the whole ledger of a run: handoff, stages, evidence, artifacts, history")
+    show.add_argument("run_id", metavar="RUN")
+
+    review = command("review", cmd_review, "approve the run's plan or request changes")
+    review.add_argument("run_id", metavar="RUN")
+    decision = review.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--approve", action="store_true")
+    decision.add_argument("--request-changes", action="store_true")
+    review.add_argument("--comment")
+    review.add_argument("--plan-digest", metavar="DIGEST",
+                        help="the plan being judged (default: the one the run is waiting on)")
+
+    resume = command("resume", cmd_resume, "resume a stopped run from what is still valid")
+    resume.add_argument("run_id", metavar="RUN")
+    _add_wait_options(resume)
+
+    command("crash-points", cmd_crash_points, "the STAGE:POINT values `run --crash` accepts")
+
+    demo = command("demo", cmd_demo, "start the local stack and walk through interrupted and resumed runs")
+    demo.add_argument("--keep", action="store_true", help="keep the sample repository")
+    demo.add_argument("--port", type=int, default=0, help="API port (default: a free port)")
+
+    command("metrics", cmd_metrics, "recovery rate, duplicated side effects, stale plans, time to handoff")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USER_ERROR
+    try:
+        return args.handler(args)
+    except (CliError, ApiError, ApiUnreachable) as error:
+        print(f"agentledger: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("agentledger: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # noqa: BLE001 — users get one line, never a traceback
+        print(f"agentledger: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Human-readable views of API documents. Pure functions, document in and text out, so every view
+can be checked without a server."""
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from agentledger.models import Stage
+
+STAGE_ORDER: tuple[str, ...] = tuple(stage.value for stage in Stage)
+STAGE_GLYPHS = {"complete": "✓", "running": "▸", "failed": "✗", "invalidated": "↺"}
+EVIDENCE_GLYPHS = {"valid": "✓", "stale": "✗", "missing": "·"}
+CRASH_POINT_MEANINGS = {
+    "before_work": "the stage started, nothing produced",
+    "after_artifacts": "outputs written to S3, ledger not yet committed",
+    "after_commit": "ledger committed, handler not yet returned",
+}
+BOX_WIDTH = 96
+REQUEST_COLUMN_WIDTH = 40
+
+
+# -- small formatting helpers ----------------------------------------------------------------
+def _parse(timestamp: str | None) -> datetime | None:
+    return datetime.fromisoformat(timestamp) if timestamp else None
+
+
+def when(timestamp: str | None) -> str:
+    """A timestamp to the second, in the UTC the ledger records."""
+    moment = _parse(timestamp)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+def duration(started_at: str | None, finished_at: str | None) -> str:
+    start, end = _parse(started_at), _parse(finished_at)
+    if start is None or end is None:
+        return "-"
+    seconds = (end - start).total_seconds()
+    if seconds < 60:
+        return f"{seconds:.2f}s"
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m{seconds:02d}s"
+
+
+def size(byte_count: int) -> str:
+    if byte_count < 1024:
+        return f"{byte_count} B"
+    if byte_count < 1024 * 1024:
+        return f"{byte_count / 1024:.1f} KiB"
+    return f"{byte_count / (1024 * 1024):.1f} MiB"
+
+
+def truncate(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], indent: str = "") -> list[str]:
+    rows = [list(row) for row in rows]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    return [indent + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+            for row in [list(headers), *rows]]
+
+
+def box(title: str, fields: Sequence[tuple[str, str]]) -> list[str]:
+    label_width = max(len(label) for label, _ in fields)
+    text_width = BOX_WIDTH - label_width - 6
+    lines = [f"┌─ {title} " + "─" * (BOX_WIDTH - len(title) - 4)]
+    for label, value in fields:
+        wrapped = textwrap.wrap(value, text_width, break_on_hyphens=False) or [""]
+        lines.append(f"│ {label.ljust(label_width)}  {wrapped[0]}")
+        lines.extend(f"│ {' ' * label_width}  {more}" for more in wrapped[1:])
+    lines.append("└" + "─" * (BOX_WIDTH - 1))
+    return lines
+
+
+def _effect_line(effect: Mapping[str, Any]) -> str:
+    """Effects are shown by whichever identifying fields they carry, so new fields need no change here."""
+    shown = [f"{key} {effect[key]}" for key in ("kind", "name", "status", "receiver_id", "idempotency_key")
+             if effect.get(key) is not None]
+    return ", ".join(shown) or str(dict(effect))
+
+
+# -- live progress -----------------------------------------------------------------------------
+def stage_progress_line(record: Mapping[str, Any]) -> str:
+    status = record["status"]
+    detail = "running" if status == "running" else duration(record.get("started_at"), record.get("finished_at"))
+    if status == "invalidated":
+        detail = "invalidated"
+    line = f"  {STAGE_GLYPHS.get(status, '?')} {record['stage']:<13}{detail:>11}  attempt {record.get('attempt', 0)}"
+    if status == "failed" and record.get("error"):
+        line += f"  {truncate(record['error'], 80)}"
+    return line
+
+
+def outcome(document: Mapping[str, Any]) -> str:
+    """What a finished wait means for the person watching, and what they can do next."""
+    run = document["run"]
+    run_id, status = run["run_id"], run["status"]
+    if status == "awaiting_review":
+        digest = (document.get("review") or {}).get("plan_digest") or run.get("plan_digest") or "?"
+        return (f"{run_id} is awaiting review of plan {digest}\n"
+                f"  approve with `agentledger review {run_id} --approve` "
+                f"(or --request-changes); inspect it with `agentledger show {run_id}`")
+    if status == "complete":
+        return f"{run_id} is complete; see the ledger with `agentledger show {run_id}`"
+    if status == "needs_person":
+        handoff = document.get("handoff") or {}
+        return (f"{run_id} needs a person: {handoff.get('summary', run['state'])}\n"
+                f"  see the handoff with `agentledger show {run_id}`, then `agentledger resume {run_id}`")
+    if status == "failed":
+        return f"{run_id} failed; see `agentledger show {run_id}`, then `agentledger resume {run_id}`"
+    return f"{run_id} is {status} (state {run['state']})"
+
+
+# -- command results ---------------------------------------------------------------------------
+def created(response: Mapping[str, Any]) -> str:
+    return (f"started {response['run_id']} (execution {response['execution']}) at revision {response['revision']}\n"
+            f"  follow it with `agentledger show {response['run_id']}`")
+
+
+def review_result(response: Mapping[str, Any]) -> str:
+    then = ("the execution goes on to complete" if response["decision"] == "approve"
+            else "the plan is invalidated; resume the run to replan")
+    return f"{response['decision']} recorded for {response['run_id']} (status {response['status']}); {then}"
+
+
+def assessment(response: Mapping[str, Any]) -> str:
+    """The three answers every restart gives: what is complete, what evidence holds, what is next."""
+    answers = response["assessment"]
+    lines = [f"Resumed {response['run_id']} as execution {response['execution']}",
+             f"Complete: {', '.join(answers['complete']) or 'nothing'}",
+             "Evidence:"]
+    lines.extend(f"  {e['name']}: {e['status']} — {e['reason']}" for e in answers["evidence"])
+    lines.append(f"Next: {answers['next']} — {answers['reason']}")
+    if answers.get("invalidated"):
+        lines.append(f"Invalidated: {', '.join(answers['invalidated'])}")
+    changes = answers.get("changed_files") or {}
+    if changes:
+        lines.append("Changed files: " + "; ".join(f"{change}: {', '.join(files)}" for change, files in changes.items()))
+    return "\n".join(lines)
+
+
+def crash_points(points: Mapping[str, Sequence[str]]) -> str:
+    rows = [(f"{stage}:{point}", CRASH_POINT_MEANINGS.get(point, "")) for stage, stage_points in points.items()
+            for point in stage_points]
+    return "\n".join(table(("CRASH POINT", "MEANING"), rows))
+
+
+def runs_table(runs: Sequence[Mapping[str, Any]]) -> str:
+    if not runs:
+        return "no runs"
+    rows = [(r["run_id"], r["status"], r["state"], when(r.get("created_at")), r["repository"],
+             truncate(r["request"], REQUEST_COLUMN_WIDTH)) for r in runs]
+    return "\n".join(table(("RUN", "STATUS", "STATE", "CREATED", "REPOSITORY", "REQUEST"), rows))
+
+
+# -- the whole ledger of a run -----------------------------------------------------------------
+def run_timeline(document: Mapping[str, Any]) -> str:
+    sections = [
+        _handoff(document.get("handoff")),
+        _header(document),
+        _stages(document.get("stages") or {}),
+        _evidence(document.get("evidence") or {}, document.get("evidence_status") or {}),
+        _artifacts(document.get("artifacts") or [], document.get("artifact_location")),
+        _section("Effects", [f"  {_effect_line(effect)}" for effect in document.get("effects") or []]),
+        _section("Decisions", [f"  {when(d['at'])}  {d['kind']:<20} {d['summary']}"
+                               for d in document.get("decisions") or []]),
+        _transitions(document.get("transitions") or []),
+    ]
+    return "\n\n".join("\n".join(section) for section in sections if section)
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    return [title, *(lines or ["  none"])]
+
+
+def _handoff(handoff: Mapping[str, Any] | None) -> list[str]:
+    if not handoff:
+        return []
+    details = handoff.get("details") or {}
+    attempted = details.get("attempted") or {}
+    response = details.get("response") or {}
+    partial = details.get("partial_effect") or {}
+    external = partial.get("external_effects") or []
+    fields = [
+        ("what", handoff["summary"]),
+        ("attempted", f"{attempted.get('operation', '?')}, attempt {attempted.get('attempt', '?')}, "
+                      f"execution {attempted.get('execution', '?')}, started {when(attempted.get('started_at'))}"),
+        ("response", f"{response.get('error', '?')}: {response.get('message', '')}"),
+        ("partial effect", f"complete stages: {', '.join(partial.get('complete_stages') or []) or 'none'}; "
+                           f"uncommitted artifacts: {', '.join(partial.get('uncommitted_artifacts') or []) or 'none'}; "
+                           f"external effects: {'; '.join(_effect_line(e) for e in external) or 'none'}"),
+        ("recovery", str(details.get("recovery", "?"))),
+        ("handed off", when(details.get("handoff_at") or handoff.get("at"))),
+    ]
+    return box("NEEDS A PERSON", fields)
+
+
+def _header(document: Mapping[str, Any]) -> list[str]:
+    run = document["run"]
+    review = document.get("review") or {}
+    if review:
+        review_line = (f"{review['decision']} at {when(review.get('decided_at'))}" if review.get("decision")
+                       else f"pending since {when(review.get('requested_at'))}")
+    else:
+        review_line = "not requested"
+    fields = [
+        ("run", run["run_id"]),
+        ("status", f"{run['status']} (state {run['state']}, ledger version {run['version']})"),
+        ("repository", run["repository"]),
+        ("revision", run.get("revision") or "-"),
+        ("request", run["request"]),
+        ("environment", run["environment"]),
+        ("executions", ", ".join(run.get("executions") or []) or "-"),
+        ("plan digest", run.get("plan_digest") or "-"),
+        ("review", review_line),
+        ("created", f"{when(run.get('created_at'))}, updated {when(run.get('updated_at'))}"),
+    ]
+    width = max(len(label) for label, _ in fields)
+    return [f"{label.ljust(width)}  {value}" for label, value in fields]
+
+
+def _stages(stages: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    rows = []
+    for name in STAGE_ORDER:
+        record = stages.get(name)
+        if record is None:
+            rows.append(("·", name, "not started", "", "", "", ""))
+            continue
+        rows.append((STAGE_GLYPHS.get(record["status"], "?"), name, record["status"], str(record.get("attempt", 0)),
+                     when(record.get("started_at")), when(record.get("finished_at")),
+                     duration(record.get("started_at"), record.get("finished_at"))))
+    header, *stage_lines = table(("", "STAGE", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "DURATION"), rows,
+                                 indent="  ")
+    lines = ["Stages", header]
+    for name, line in zip(STAGE_ORDER, stage_lines):
+        lines.append(line)
+        error = (stages.get(name) or {}).get("error")
+        if error:
+            lines.append(f"      error: {truncate(error, BOX_WIDTH)}")
+    return lines
+
+
+def _evidence(recorded: Mapping[str, Any], statuses: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    names = [*statuses, *(name for name in recorded if name not in statuses)]
+    rows = []
+    for name in names:
+        status = statuses.get(name) or {"status": "unknown", "reason": "not assessed"}
+        fingerprint = (recorded.get(name) or {}).get("fingerprint", "-")
+        rows.append((EVIDENCE_GLYPHS.get(status["status"], "?"), name, status["status"], fingerprint[:19],
+                     status["reason"]))
+    if not rows:
+        return _section("Evidence (current validity)", [])
+    return ["Evidence (current validity)",
+            *table(("", "NAME", "STATUS", "FINGERPRINT", "REASON"), rows, indent="  ")]
+
+
+def _transitions(transitions: Sequence[Mapping[str, Any]]) -> list[str]:
+    rows = [(f"v{t['version']}", when(t.get("at")), f"{t['from_state']} → {t['to_state']}", t["reason"])
+            for t in transitions]
+    return ["Transitions", *table(("VERSION", "AT", "FROM → TO", "REASON"), rows, indent="  ")] if rows \
+        else _section("Transitions", [])
+
+
+def _artifacts(artifacts: Sequence[Mapping[str, Any]], location: str | None) -> list[str]:
+    title = f"Artifacts ({location})" if location else "Artifacts"
+    if not artifacts:
+        return _section(title, [])
+    rows = [(a["stage"], a["name"], size(a["size"]), a["sha256"][:12],
+             "committed" if a.get("committed") else "uncommitted") for a in artifacts]
+    return [title, *table(("STAGE", "NAME", "SIZE", "SHA256", "LEDGER"), rows, indent="  ")]
