@@ -1,0 +1,163 @@
+"""The CLI's human views over real API documents (captured from the local API)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.local import render
+from infra.local.faults import CRASH_POINTS
+
+pytestmark = pytest.mark.unit
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def section(text: str, title: str) -> str:
+    """One titled block of the timeline (blocks are separated by blank lines)."""
+    blocks = [block for block in text.split("\n\n") if block.startswith(title)]
+    assert len(blocks) == 1, f"no single section {title!r}"
+    return blocks[0]
+
+
+def rows_by_name(table_section: str) -> dict[str, str]:
+    """The rows of a section's table (title, header, rows) by their name column (after the glyph)."""
+    return {line.split()[1]: line for line in table_section.splitlines()[2:]}
+
+
+def line_with(text: str, *needles: str) -> str:
+    matches = [line for line in text.splitlines() if all(needle in line for needle in needles)]
+    assert len(matches) == 1, f"expected one line with {needles}, found {matches}"
+    return matches[0]
+
+
+def test_handoff_is_printed_first_with_what_a_person_needs() -> None:
+    text = render.run_timeline(load("run_needs_person_stale.json"))
+
+    lines = text.splitlines()
+    assert lines[0].startswith("┌─ NEEDS A PERSON")
+    box = lines[: next(i for i, line in enumerate(lines) if line.startswith("└"))]
+    labels = [line.split("  ")[0].removeprefix("│ ") for line in box[1:] if not line.startswith("│  ")]
+    assert labels == ["what", "attempted", "response", "partial effect", "recovery", "handed off"]
+    unwrapped = " ".join(" ".join(box).replace("│", " ").split())
+    assert "injected crash at execute:after_commit" in unwrapped
+    assert "execute stage, attempt 1" in unwrapped
+    assert "complete stages: execute, inspect, plan; uncommitted artifacts: none; external effects: none" in unwrapped
+    assert "`agentledger resume`" in unwrapped
+    assert text.index("NEEDS A PERSON") < text.index("\nrun ") < text.index("\nStages")
+
+
+def test_no_handoff_box_when_the_run_does_not_need_a_person() -> None:
+    text = render.run_timeline(load("run_complete.json"))
+
+    assert "NEEDS A PERSON" not in text
+    assert text.startswith("run ")
+
+
+def test_evidence_shows_its_current_validity_not_what_was_recorded() -> None:
+    evidence = rows_by_name(section(render.run_timeline(load("run_needs_person_stale.json")), "Evidence"))
+
+    assert evidence["plan"].split()[:3] == ["✗", "plan", "stale"]
+    assert evidence["plan"].endswith("depends on source_tree, which is stale")
+    assert evidence["source_tree"].split()[2] == "stale"
+    assert "modified: calc.py" in evidence["source_tree"]
+    assert evidence["approval"].split()[2] == "missing"
+
+
+def test_stages_are_listed_in_workflow_order_including_those_not_started() -> None:
+    stages = section(render.run_timeline(load("run_awaiting_review.json")), "Stages").splitlines()[2:]
+
+    assert [line.split()[1] for line in stages] == list(render.STAGE_ORDER)
+    assert stages[4].split()[2] == "running"
+    assert stages[5].split()[2:] == ["not", "started"]
+
+
+def test_complete_run_shows_every_stage_complete_with_durations() -> None:
+    text = render.run_timeline(load("run_complete.json"))
+    stages = section(text, "Stages").splitlines()[2:]
+
+    assert "complete" in line_with(text, "status", "state complete")
+    assert [line.split()[:3] for line in stages] == [["✓", stage, "complete"] for stage in render.STAGE_ORDER]
+    assert stages[3].endswith("0.09s")
+
+
+def test_artifacts_show_size_hash_prefix_and_whether_the_ledger_committed_them() -> None:
+    text = render.run_timeline(load("run_complete.json"))
+
+    line = line_with(text, "inventory.json", "inspect")
+    assert "467 B" in line
+    assert "976069f94706" in line
+    assert line.endswith("committed")
+
+
+def test_effects_say_none_until_the_api_reports_some_and_render_generic_dicts() -> None:
+    document = load("run_complete.json")
+    assert render.run_timeline(document).split("Effects\n", 1)[1].startswith("  none")
+
+    document["effects"] = [{"kind": "ticket", "status": "confirmed", "receiver_id": "T-42", "request": {"x": 1}}]
+    effects = render.run_timeline(document).split("Effects\n", 1)[1].splitlines()[0]
+    assert effects == "  kind ticket, status confirmed, receiver_id T-42"
+
+
+def test_decisions_and_transitions_are_listed() -> None:
+    text = render.run_timeline(load("run_complete.json"))
+
+    assert "reviewer chose approve" in line_with(text, "review", "reviewer chose approve")
+    assert "await_review → complete" in line_with(text, "v12 ")
+
+
+def test_progress_line_per_stage_state() -> None:
+    stages = load("run_complete.json")["stages"]
+    running = {**stages["verify"], "status": "running", "finished_at": None}
+    failed = {**stages["verify"], "status": "failed", "attempt": 3, "error": "Runtime.ExitError: crashed"}
+
+    assert render.stage_progress_line(stages["inspect"]) == "  ✓ inspect            0.01s  attempt 1"
+    assert render.stage_progress_line(running) == "  ▸ verify           running  attempt 1"
+    assert render.stage_progress_line(failed).endswith("attempt 3  Runtime.ExitError: crashed")
+
+
+def test_outcome_tells_what_to_do_next() -> None:
+    awaiting = load("run_awaiting_review.json")
+    needs_person = load("run_needs_person_stale.json")
+
+    assert f"agentledger review {awaiting['run']['run_id']} --approve" in render.outcome(awaiting)
+    assert "Runtime.ExitError persisted after the retries" in render.outcome(needs_person)
+    assert "agentledger resume" in render.outcome(needs_person)
+
+
+def test_resume_assessment_answers_the_three_questions() -> None:
+    text = render.assessment(load("resume_stale.json"))
+
+    lines = text.splitlines()
+    assert lines[1] == "Complete: nothing"
+    assert lines[2] == "Evidence:"
+    assert line_with(text, "  plan: stale — ").endswith("depends on source_tree, which is stale")
+    assert line_with(text, "Next:").startswith("Next: inspect — inspect is no longer valid")
+    assert "Changed files: modified: calc.py" in lines
+
+
+def test_runs_table_truncates_the_request() -> None:
+    runs = load("runs_list.json")["runs"]
+    runs[0]["request"] = "a very long request " * 10
+
+    lines = render.runs_table(runs).splitlines()
+
+    assert lines[0].split() == ["RUN", "STATUS", "STATE", "CREATED", "REPOSITORY", "REQUEST"]
+    assert lines[1].startswith("run-6ab9f1eb8f7d3388f4f9  complete")
+    assert lines[1].endswith("…")
+    assert len(lines[1].split("/tmp/tmp2s4z2j31/sample", 1)[1].strip()) == render.REQUEST_COLUMN_WIDTH
+    assert render.runs_table([]) == "no runs"
+
+
+def test_crash_points_have_a_meaning_each() -> None:
+    lines = render.crash_points(CRASH_POINTS).splitlines()[1:]
+
+    assert len(lines) == sum(len(points) for points in CRASH_POINTS.values())
+    assert all(len(line.split(None, 1)) == 2 for line in lines)
+    assert "outputs written to S3, ledger not yet committed" in line_with("\n".join(lines), "verify:after_artifacts")
