@@ -17,6 +17,7 @@ from .errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFo
 from .models import (
     ArtifactRef,
     Decision,
+    Effect,
     Evidence,
     Ledger,
     Record,
@@ -35,15 +36,18 @@ REVIEW_SK = "REVIEW"
 INDEX_BY_STATUS = "by_status"
 INDEX_BY_TIME = "by_time"
 MAX_PAGE = 100
+_CURSOR_ATTRIBUTES = frozenset({"pk", "sk", "run_status", "entity", "created_key"})
 
 
-def _to_dynamo(value: Any) -> Any:
+def _to_dynamo(value: Any, top_level: bool = True) -> Any:
+    """Floats become Decimals; unset optional fields of a record are left out, while nulls inside
+    free-form documents (tool responses, decision details) are kept as they came."""
     if isinstance(value, float):
         return Decimal(str(value))
     if isinstance(value, dict):
-        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+        return {k: _to_dynamo(v, False) for k, v in value.items() if not (top_level and v is None)}
     if isinstance(value, list):
-        return [_to_dynamo(v) for v in value]
+        return [_to_dynamo(v, False) for v in value]
     return value
 
 
@@ -75,6 +79,8 @@ def _sort_key(record: Record) -> str:
             return f"DECISION#{record.decision_id}"
         case Review():
             return REVIEW_SK
+        case Effect():
+            return f"EFFECT#{record.key}"
     raise TypeError(f"no ledger key for {type(record).__name__}")
 
 
@@ -145,6 +151,9 @@ class LedgerStore:
                 ledger.transitions.append(Transition.model_validate(item))
             elif kind == "DECISION":
                 ledger.decisions.append(Decision.model_validate(item))
+            elif kind == "EFFECT":
+                effect = Effect.model_validate(item)
+                ledger.effects[effect.key] = effect
             elif kind == REVIEW_SK:
                 ledger.review = Review.model_validate(item)
         ledger.artifacts.sort(key=lambda a: a.created_at)
@@ -233,7 +242,8 @@ class LedgerStore:
         return updated
 
     def append(self, run_id: str, record: Record) -> None:
-        """Append-only records (decisions) that do not change the run itself."""
+        """Records that do not change the run itself: decisions, and effect progress (whose
+        races Powertools idempotency and the receiver reconciliation settle)."""
         self._table.put_item(Item=self._put(run_id, record)["Put"]["Item"])
 
     def _put(self, run_id: str, record: Record) -> dict[str, Any]:
@@ -261,6 +271,7 @@ def decode_cursor(cursor: str) -> dict[str, Any]:
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
     except (ValueError, json.JSONDecodeError) as error:
         raise ValueError("cursor is not one this API returned") from error
-    if not isinstance(key, dict) or not all(isinstance(v, str) for v in key.values()):
+    if (not isinstance(key, dict) or not key or not set(key) <= _CURSOR_ATTRIBUTES
+            or not all(isinstance(v, str) for v in key.values())):
         raise ValueError("cursor is not one this API returned")
     return key

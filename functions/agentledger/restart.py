@@ -107,21 +107,29 @@ def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int) -> Assess
     if next_stage is None:
         return Assessment(complete=complete, evidence=list(statuses.values()), next=DONE,
                           reason="every stage is complete and its evidence still holds")
-    if invalidated and ledger.run.replans >= max_replans:
+    stale = [stage for stage in invalidated if statuses[EVIDENCE_OF[stage]].status == STALE]
+    if stale and ledger.run.replans >= max_replans:
         return Assessment(
             complete=complete, evidence=list(statuses.values()), next=NEEDS_PERSON, invalidated=invalidated,
             changed_files=changes,
             reason=f"the context went stale again after {ledger.run.replans} replans; a person should look",
         )
-    if invalidated:
-        stale = statuses[EVIDENCE_OF[invalidated[0]]]
-        reason = f"{invalidated[0]} is no longer valid ({stale.reason}); redo from {next_stage}"
-    elif complete:
-        reason = f"{', '.join(complete)} complete with valid evidence; continue with {next_stage}"
-    else:
-        reason = "nothing is complete yet; start with inspect"
     return Assessment(complete=complete, evidence=list(statuses.values()), next=next_stage.value,
-                      invalidated=invalidated, changed_files=changes, reason=reason)
+                      invalidated=invalidated, changed_files=changes,
+                      reason=_next_reason(ledger, statuses, complete, next_stage, stale))
+
+
+def _next_reason(ledger: Ledger, statuses: dict[str, EvidenceStatus], complete: list[Stage], next_stage: Stage,
+                 stale: list[Stage]) -> str:
+    if stale:
+        return f"{stale[0]} is no longer valid ({statuses[EVIDENCE_OF[stale[0]]].reason}); redo from {next_stage}"
+    record = ledger.stages.get(next_stage.value)
+    if record is not None and record.status in (StageStatus.INVALIDATED, StageStatus.FAILED):
+        detail = f": {record.error}" if record.error else ""
+        return f"{next_stage} was {record.status}{detail}; redo from {next_stage}"
+    if complete:
+        return f"{', '.join(complete)} complete with valid evidence; continue with {next_stage}"
+    return "nothing is complete yet; start with inspect"
 
 
 # -- failure classification ----------------------------------------------------------------
@@ -135,7 +143,7 @@ RETRYABLE_ERRORS = frozenset(
     {
         "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
         "Lambda.TooManyRequestsException", "Lambda.Unknown", "Runtime.ExitError",
-        "TransientError", "ConcurrentModificationError",
+        "TransientError", "ConcurrentModificationError", "EffectFailedError", "EffectInProgressError",
     }
 )
 
@@ -158,6 +166,11 @@ def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Cla
         return Classification(RETRYABLE, "handoff", f"{error_name} persisted after the retries")
     if error_name in ("States.Timeout", "States.HeartbeatTimeout"):
         return Classification(PERSON, "handoff", "the step timed out; nobody answered in time")
+    if error_name == "EffectUnconfirmedError":
+        return Classification(PERSON, "handoff", "an external write was sent but the receiver never confirmed it; "
+                                                 "check the receiver before resuming")
+    if error_name == "EffectRejectedError":
+        return Classification(PERSON, "handoff", "the receiver refused an external write; fix its configuration")
     if error_name == "VerificationFailedError":
         return Classification(PERSON, "handoff", "the generated tests fail; they need a person's eye")
     return Classification(PERSON, "handoff", f"unclassified error {error_name}: a person decides")

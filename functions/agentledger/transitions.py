@@ -17,7 +17,7 @@ ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.AWAIT_REVIEW: frozenset({S.COMPLETE, S.PLAN, S.INSPECT}) | _STOPS,
     S.COMPLETE: _STOPS,
     # A person (resume) may send a stopped run back to the stage the assessment chose.
-    S.FAILED: _RESUMABLE_TARGETS,
+    S.FAILED: _RESUMABLE_TARGETS | {S.NEEDS_PERSON},
     S.NEEDS_PERSON: _RESUMABLE_TARGETS,
     S.CANCELLED: frozenset(),
 }

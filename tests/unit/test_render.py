@@ -100,9 +100,11 @@ def test_effects_say_none_until_the_api_reports_some_and_render_generic_dicts() 
     document = load("run_complete.json")
     assert render.run_timeline(document).split("Effects\n", 1)[1].startswith("  none")
 
-    document["effects"] = [{"kind": "ticket", "status": "confirmed", "receiver_id": "T-42", "request": {"x": 1}}]
-    effects = render.run_timeline(document).split("Effects\n", 1)[1].splitlines()[0]
-    assert effects == "  kind ticket, status confirmed, receiver_id T-42"
+    ticket = {"kind": "ticket", "status": "confirmed", "receiver_id": "T-42", "request": {"x": 1}}
+    for effects in ([ticket], {"effect-key": ticket}):
+        document["effects"] = effects
+        line = render.run_timeline(document).split("Effects\n", 1)[1].splitlines()[0]
+        assert line == "  kind ticket, status confirmed, receiver_id T-42"
 
 
 def test_decisions_and_transitions_are_listed() -> None:

@@ -9,7 +9,7 @@ import pytest
 from agentledger.agent import ArchiveError, changed_files, extract_tarball, snapshot_directory
 from agentledger.fingerprints import digest
 
-from .samples import git, make_git_repo, make_sample_repo, write
+from .samples import make_git_repo, make_sample_repo, write
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,53 @@
+"""Freshness on entry: before anything acts, every piece of evidence it builds on must still
+match the world; stale evidence is invalidated (once, with what changed) and the action refused."""
+from __future__ import annotations
+
+from . import metric_names
+from .agent.source import SourceSnapshot
+from .errors import StaleContextError
+from .ledger import LedgerStore, new_decision
+from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
+from .restart import assess, evaluate_evidence, is_stage_valid
+from .telemetry import MetricSink
+
+
+def invalidate(store: LedgerStore, ledger: Ledger, assessment: Assessment, execution: str | None,
+               metrics: MetricSink) -> Run:
+    """Mark stale stages (and everything after them) invalid, recording what changed. Once a
+    stage is invalidated it is no longer complete, so the same staleness is recorded once."""
+    if not assessment.invalidated:
+        return ledger.run
+    records: list[Record] = [
+        ledger.stages[stage.value].model_copy(update={"status": StageStatus.INVALIDATED})
+        for stage in assessment.invalidated
+    ]
+    stale = [e.model_dump() for e in assessment.evidence if e.status == "stale"]
+    plan_rejected = Stage.PLAN in assessment.invalidated and any(e["name"] == "plan" for e in stale)
+    records.append(
+        new_decision(
+            "stale_plan_rejected" if plan_rejected else ("stale_context" if stale else "superseded"),
+            f"invalidated {', '.join(assessment.invalidated)}: {assessment.reason}",
+            {"invalidated": [s.value for s in assessment.invalidated], "stale_evidence": stale,
+             "changed_files": assessment.changed_files, "plan_digest": ledger.run.plan_digest},
+            execution,
+        )
+    )
+    run = store.write(ledger.run, records=records, execution=execution,
+                      changes={"replans": ledger.run.replans + (1 if stale else 0)},
+                      reason="stale context invalidated" if stale else "superseded stages invalidated")
+    if plan_rejected:
+        metrics.count(metric_names.STALE_PLANS_REJECTED)
+    return run
+
+
+def require_fresh_upstream(store: LedgerStore, ledger: Ledger, snapshot: SourceSnapshot, stage: Stage,
+                           execution: str | None, max_replans: int, metrics: MetricSink) -> None:
+    """Every stage before `stage` must be complete with valid evidence."""
+    statuses = evaluate_evidence(ledger, snapshot)
+    upstream = WORK_STAGES[: WORK_STAGES.index(stage)]
+    missing = [s for s in upstream if not is_stage_valid(ledger, s, statuses)]
+    if not missing:
+        return
+    assessment = assess(ledger, snapshot, max_replans)
+    invalidate(store, ledger, assessment, execution, metrics)
+    raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({assessment.reason})")

@@ -1,0 +1,75 @@
+"""Named crash points: inert in production, a hard crash when the local runtime asks for one."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agentledger import faults
+from agentledger.faults import SimulatedCrash
+
+pytestmark = pytest.mark.unit
+
+
+class At:
+    """Crashes at one (stage, point) and remembers every point it was asked about."""
+
+    def __init__(self, stage: str, point: str) -> None:
+        self.target = (stage, point)
+        self.asked: list[tuple[str, str, str, str]] = []
+
+    def should_crash(self, run_id: str, stage: str, point: str, execution: str) -> bool:
+        self.asked.append((run_id, stage, point, execution))
+        return (stage, point) == self.target
+
+
+@pytest.fixture(autouse=True)
+def nothing_installed() -> Iterator[None]:
+    faults.install(None)
+    yield
+    faults.install(None)
+
+
+def test_reach_does_nothing_without_an_injector() -> None:
+    for point in faults.STAGE_CRASH_POINTS:
+        faults.reach("run-1", "plan", point, "run-1-start")
+
+
+def test_reach_crashes_where_the_injector_says_so() -> None:
+    injector = At("plan", "after_artifacts")
+    faults.install(injector)
+    faults.reach("run-1", "plan", "before_work", "run-1-start")
+    faults.reach("run-1", "execute", "after_artifacts", "run-1-start")
+    with pytest.raises(SimulatedCrash, match="plan:after_artifacts") as raised:
+        faults.reach("run-1", "plan", "after_artifacts", "run-1-start")
+    assert "run-1" in str(raised.value)
+    assert injector.asked[-1] == ("run-1", "plan", "after_artifacts", "run-1-start")
+
+
+def test_a_simulated_crash_is_not_caught_by_except_exception() -> None:
+    faults.install(At("verify", "after_commit"))
+    caught_as_exception = False
+    with pytest.raises(SimulatedCrash):
+        try:
+            faults.reach("run-1", "verify", "after_commit", "run-1-start")
+        except Exception:  # noqa: BLE001 — exactly what a handler's cleanup would write
+            caught_as_exception = True
+    assert not caught_as_exception
+    assert issubclass(SimulatedCrash, BaseException) and not issubclass(SimulatedCrash, Exception)
+
+
+def test_install_none_removes_the_injector() -> None:
+    faults.install(At("plan", "before_work"))
+    with pytest.raises(SimulatedCrash):
+        faults.reach("run-1", "plan", "before_work", "run-1-start")
+    faults.install(None)
+    faults.reach("run-1", "plan", "before_work", "run-1-start")
+
+
+def test_a_later_install_replaces_the_earlier_injector() -> None:
+    faults.install(At("plan", "before_work"))
+    faults.install(At("verify", "before_work"))
+    faults.reach("run-1", "plan", "before_work", "run-1-start")
+    with pytest.raises(SimulatedCrash):
+        faults.reach("run-1", "verify", "before_work", "run-1-start")
+
