@@ -14,8 +14,29 @@ from infra import PROJECT_ROOT
 from infra.stack import AgentLedgerStack
 
 STACK_ID = "AgentLedgerStack"
-DEFAULT_ENVIRONMENT_NAME = "dev"
 CDK_JSON = json.loads((PROJECT_ROOT / "cdk.json").read_text())
+
+# Context keys the stack reads, with their defaults (cdk.json's "context" documents the same).
+DEFAULT_ENVIRONMENT_NAME = "dev"
+DEFAULT_GITHUB_API_URL = "https://api.github.com"
+DEFAULT_GITHUB_REPOSITORY = ""  # owner/name tickets are opened in; "" turns tickets off
+DEFAULT_REVIEW_ALARM_SECONDS = 86400  # alarm when a review has waited longer than this
+
+
+def _context(app: App, key: str, default: Any) -> Any:
+    value = app.node.try_get_context(key)
+    return default if value is None else value
+
+
+def _positive_int(key: str, value: Any) -> int:
+    """`-c key=N` on the CLI arrives as a string; cdk.json gives a number."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number <= 0:
+        raise ValueError(f"context {key} must be a positive whole number of seconds, got {value!r}")
+    return number
 
 
 def build_app(
@@ -31,8 +52,16 @@ def build_app(
         context={**CDK_JSON.get("context", {}), **(context or {})},
         outdir=str(outdir or os.environ.get("CDK_OUTDIR") or PROJECT_ROOT / CDK_JSON["output"]),
     )
-    environment_name = app.node.try_get_context("environment") or DEFAULT_ENVIRONMENT_NAME
-    stack = AgentLedgerStack(app, STACK_ID, environment_name=environment_name)
+    stack = AgentLedgerStack(
+        app,
+        STACK_ID,
+        environment_name=_context(app, "environment", "") or DEFAULT_ENVIRONMENT_NAME,
+        github_api_url=_context(app, "githubApiUrl", "") or DEFAULT_GITHUB_API_URL,
+        github_repository=str(_context(app, "githubRepository", DEFAULT_GITHUB_REPOSITORY)),
+        review_alarm_seconds=_positive_int(
+            "reviewAlarmSeconds", _context(app, "reviewAlarmSeconds", DEFAULT_REVIEW_ALARM_SECONDS)
+        ),
+    )
     # cdk-nag 3 is a policy-validation plugin: any unacknowledged finding fails the synth and
     # prints the report.
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))

@@ -1,7 +1,6 @@
 """Fixtures shared by every kind of test."""
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -24,6 +24,11 @@ class Settings:
     workspace_root: Path
     max_replans: int
     agent_spec: str | None
+    notification_topic_arn: str | None = None
+    github_api_url: str = "https://api.github.com"
+    github_repository: str | None = None
+    github_token_secret_arn: str | None = None
+    receiver_timeout_s: float = 5.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -38,6 +43,11 @@ class Settings:
             workspace_root=Path(os.environ.get("AGENTLEDGER_WORKSPACE_ROOT", "/tmp/agentledger")),
             max_replans=int(os.environ.get("AGENTLEDGER_MAX_REPLANS", "3")),
             agent_spec=os.environ.get("AGENTLEDGER_AGENT"),
+            notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN") or None,
+            github_api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com",
+            github_repository=os.environ.get("GITHUB_REPOSITORY") or None,
+            github_token_secret_arn=os.environ.get("GITHUB_TOKEN_SECRET_ARN") or None,
+            receiver_timeout_s=float(os.environ.get("AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS", "5")),
         )
 
     def require_state_machine(self) -> str:

@@ -45,3 +45,20 @@ class ReviewRejectedError(LedgerError):
 
 class ArtifactIntegrityError(LedgerError):
     """A stored artifact's bytes do not hash to the digest the ledger recorded."""
+
+
+class EffectInProgressError(TransientError):
+    """Another attempt holds this effect's idempotency lock and the receiver does not show the
+    write yet: wait for that attempt to finish or for its lock to expire."""
+
+
+class EffectUnconfirmedError(LedgerError):
+    """The write was sent but the receiver has not confirmed it: re-check, do not resend."""
+
+
+class EffectFailedError(TransientError):
+    """The receiver answered with an error it may recover from; the next attempt looks first."""
+
+
+class EffectRejectedError(LedgerError):
+    """The receiver refused the write for a reason a retry will not fix (bad token, no repository)."""

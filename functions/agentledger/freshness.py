@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import metric_names
 from .agent.source import SourceSnapshot
-from .errors import StaleContextError
+from .errors import ConcurrentModificationError, StaleContextError
 from .ledger import LedgerStore, new_decision
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
 from .restart import assess, evaluate_evidence, is_stage_valid
@@ -32,9 +32,14 @@ def invalidate(store: LedgerStore, ledger: Ledger, assessment: Assessment, execu
             execution,
         )
     )
-    run = store.write(ledger.run, records=records, execution=execution,
-                      changes={"replans": ledger.run.replans + (1 if stale else 0)},
-                      reason="stale context invalidated" if stale else "superseded stages invalidated")
+    try:
+        run = store.write(ledger.run, records=records, execution=execution,
+                          changes={"replans": ledger.run.replans + (1 if stale else 0)},
+                          reason="stale context invalidated" if stale else "superseded stages invalidated")
+    except ConcurrentModificationError:
+        # Another worker changed the run first (often: invalidated the same staleness). Whoever
+        # acts next re-reads the ledger and re-checks, so nothing stale can be acted on.
+        return store.get_run(ledger.run.run_id)
     if plan_rejected:
         metrics.count(metric_names.STALE_PLANS_REJECTED)
     return run

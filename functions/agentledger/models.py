@@ -144,6 +144,37 @@ class Review(Record):
     comment: str | None = None
 
 
+class EffectStatus(StrEnum):
+    INTENDED = "intended"
+    ATTEMPTED = "attempted"
+    CONFIRMED = "confirmed"
+    UNCONFIRMED = "unconfirmed"  # sent, but no answer: re-check, never blindly resend
+    FAILED = "failed"  # the receiver answered with an error: look, then it is safe to send again
+
+
+class Effect(Record):
+    """An external write (ticket, notification) and everything known about its delivery."""
+
+    key: str
+    kind: str
+    stage: Stage
+    receiver: str
+    status: EffectStatus
+    request: dict[str, Any]
+    response: dict[str, Any] | None = None
+    receiver_id: str | None = None
+    receiver_url: str | None = None
+    attempts: int = 0
+    rechecks: int = 0
+    duplicates_suppressed: int = 0
+    receiver_copies: int | None = None
+    execution: str | None = None
+    error: str | None = None
+    created_at: str = Field(default_factory=utc_now)
+    attempted_at: str | None = None
+    confirmed_at: str | None = None
+
+
 class EvidenceStatus(Record):
     name: str
     status: str  # valid | stale | missing
@@ -171,6 +202,7 @@ class Ledger(Record):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     transitions: list[Transition] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
+    effects: dict[str, Effect] = Field(default_factory=dict)
     review: Review | None = None
 
     def artifact(self, stage: Stage, name: str) -> ArtifactRef | None:

@@ -2,20 +2,36 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from . import metric_names
 from .artifacts import ArtifactStore
 from .config import Settings
-from .errors import ConcurrentModificationError, ReviewRejectedError, RunAlreadyExistsError
+from .errors import (
+    ConcurrentModificationError,
+    ReviewRejectedError,
+    RunAlreadyExistsError,
+)
 from .executions import ExecutionControl
 from .fingerprints import digest, sha256_bytes
+from .freshness import invalidate
 from .ledger import LedgerStore, new_decision
-from .models import Assessment, Evidence, Ledger, Run, RunStatus, Stage, StageRecord, StageStatus, utc_now
+from .models import (
+    Assessment,
+    Evidence,
+    Ledger,
+    Run,
+    RunStatus,
+    Stage,
+    StageStatus,
+    utc_now,
+)
 from .restart import EVIDENCE_OF, assess, evaluate_evidence
 from .sources import SourceResolver
-from .workflow import invalidate
+from .telemetry import MetricSink, NullSink
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.FAILED, RunStatus.RUNNING})
 
@@ -66,12 +82,13 @@ def resume_execution_name(run_id: str, resume_number: int) -> str:
 
 class RunService:
     def __init__(self, settings: Settings, ledger: LedgerStore, artifacts: ArtifactStore,
-                 sources: SourceResolver, executions: ExecutionControl) -> None:
+                 sources: SourceResolver, executions: ExecutionControl, metrics: MetricSink | None = None) -> None:
         self.settings = settings
         self.ledger = ledger
         self.artifacts = artifacts
         self.sources = sources
         self.executions = executions
+        self.metrics = metrics or NullSink()
 
     # -- create ----------------------------------------------------------------------------
     def create(self, body: CreateRunRequest, idempotency_key: str | None) -> dict[str, Any]:
@@ -88,6 +105,7 @@ class RunService:
         created = new_decision("created", "run requested", {"request": body.model_dump(), "body_digest": digest(body.model_dump())})
         try:
             self.ledger.create_run(run, created)
+            self.metrics.count(metric_names.RUNS_STARTED)
         except RunAlreadyExistsError:
             run = self.ledger.get_run(run_id)
             if (run.request, run.repository, run.environment) != (body.request, body.repository, body.environment):
@@ -160,13 +178,17 @@ class RunService:
             run = self.ledger.write(run, records=records, reason=f"review: {body.decision}")
         except ConcurrentModificationError as error:
             raise ReviewRejectedError(f"run {run_id} changed while the review was applied; fetch it and try again") from error
-        self.executions.succeed_task(review.task_token, {"decision": body.decision, "plan_digest": body.plan_digest})
-        return {"run_id": run_id, "decision": body.decision, "status": run.status.value}
+        self.metrics.seconds(metric_names.REVIEW_WAIT, _seconds_since(review.requested_at, decided.decided_at))
+        delivered = self.executions.succeed_task(review.task_token,
+                                                 {"decision": body.decision, "plan_digest": body.plan_digest})
+        # Not delivered: the waiting task is gone (its attempt failed or timed out). The decision
+        # is recorded, and the review keeper hands it to the task that waits now.
+        return {"run_id": run_id, "decision": body.decision, "status": run.status.value, "delivered": delivered}
 
     def _reject_stale_review(self, ledger: Ledger, assessment: Assessment) -> None:
         """Record the rejection, invalidate the plan and wake the waiting execution so it
         replans now instead of waiting for the review to time out."""
-        invalidate(self.ledger, ledger, assessment, None)
+        invalidate(self.ledger, ledger, assessment, None, self.metrics)
         self.executions.fail_task(ledger.review.task_token, "StaleContextError", assessment.reason)
         raise ReviewRejectedError(f"the plan is stale and was not approved: {assessment.reason}")
 
@@ -198,6 +220,8 @@ class RunService:
             if earlier is None:
                 raise RunConflictError(f"run {run_id} changed while resuming; try again") from None
             response = earlier
+        else:
+            self.metrics.count(metric_names.RUNS_RESUMED)
         self.executions.start(name, run_id)
         return response
 
@@ -207,6 +231,10 @@ class RunService:
             if decision.kind == "resume" and decision.details.get("execution") == execution:
                 return decision.details
         return None
+
+
+def _seconds_since(start: str, end: str | None) -> float:
+    return max(0.0, (datetime.fromisoformat(end or utc_now()) - datetime.fromisoformat(start)).total_seconds())
 
 
 def _assessment_view(assessment: Assessment) -> dict[str, Any]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from . import faults
+from . import faults, metric_names
 from .agent import Agent, Execution, Inventory, Plan, apply_files
 from .agent.source import SourceSnapshot
 from .artifacts import ArtifactStore
@@ -18,11 +19,11 @@ from .config import Settings
 from .errors import StaleContextError, SupersededExecutionError, VerificationFailedError
 from .executions import ExecutionControl
 from .fingerprints import digest, sha256_bytes
+from .freshness import invalidate, require_fresh_upstream
 from .ledger import LedgerStore, new_decision
 from .models import (
     WORK_STAGES,
     ArtifactRef,
-    Assessment,
     Evidence,
     Ledger,
     Record,
@@ -47,6 +48,7 @@ from .restart import (
     source_dependencies,
 )
 from .sources import SourceResolver
+from .telemetry import MetricSink, NullSink
 
 
 @dataclass
@@ -78,6 +80,7 @@ class Workflow:
         sources: SourceResolver,
         agent: Agent,
         executions: ExecutionControl | None = None,
+        metrics: MetricSink | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = ledger
@@ -85,6 +88,7 @@ class Workflow:
         self.sources = sources
         self.agent = agent
         self.executions = executions
+        self.metrics = metrics or NullSink()
         self._work: dict[Stage, Callable[[StageContext], StageResult]] = {
             Stage.INSPECT: self._inspect,
             Stage.PLAN: self._plan,
@@ -100,7 +104,7 @@ class Workflow:
         _require_owner(ledger.run, execution)
         snapshot = self.sources.snapshot(ledger.run.repository)
         assessment = assess(ledger, snapshot, self.settings.max_replans)
-        run = invalidate(self.ledger, ledger, assessment, execution)
+        run = invalidate(self.ledger, ledger, assessment, execution, self.metrics)
         decision = new_decision("assessment", assessment.reason, assessment.model_dump(mode="json"), execution)
         if assessment.next == NEEDS_PERSON:
             self.hand_off(self.ledger.load(run_id), execution, "StaleContextError", assessment.reason,
@@ -128,7 +132,8 @@ class Workflow:
             # The ledger holds this stage's commit and the handler has not returned yet.
             faults.reach(run_id, stage, "after_commit", execution)
             return self._outcome(ledger.run, stage, skipped=True)
-        self._require_upstream(ledger, snapshot, stage, execution)
+        require_fresh_upstream(self.ledger, ledger, snapshot, stage, execution, self.settings.max_replans,
+                               self.metrics)
 
         previous = ledger.stages.get(stage.value)
         attempt = (previous.attempt if previous else 0) + 1
@@ -152,20 +157,18 @@ class Workflow:
             records.append(result.evidence)
         run = self.ledger.write(run, records=records, changes=result.changes, status=result.run_status,
                                 execution=execution, reason=f"{stage} {result.stage_status}")
+        self._report_commit(run, finished)
         faults.reach(run_id, stage, "after_commit", execution)
         if result.failure is not None:
             raise result.failure
         return self._outcome(run, stage)
 
-    def _require_upstream(self, ledger: Ledger, snapshot: SourceSnapshot, stage: Stage, execution: str) -> None:
-        statuses = evaluate_evidence(ledger, snapshot)
-        upstream = WORK_STAGES[: WORK_STAGES.index(stage)]
-        missing = [s for s in upstream if not is_stage_valid(ledger, s, statuses)]
-        if not missing:
-            return
-        assessment = assess(ledger, snapshot, self.settings.max_replans)
-        invalidate(self.ledger, ledger, assessment, execution)
-        raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({assessment.reason})")
+    def _report_commit(self, run: Run, record: StageRecord) -> None:
+        if record.finished_at and record.started_at:
+            self.metrics.seconds(metric_names.STAGE_DURATION, _seconds_between(record.started_at, record.finished_at),
+                                 stage=record.stage.value)
+        if run.status == RunStatus.COMPLETE and run.resumes > 0:
+            self.metrics.count(metric_names.RUNS_RECOVERED)
 
     def _outcome(self, run: Run, stage: Stage, skipped: bool = False) -> dict[str, Any]:
         return {"run_id": run.run_id, "stage": stage.value, "skipped": skipped, "status": run.status.value,
@@ -280,12 +283,16 @@ class Workflow:
         if self.executions is None:
             raise RuntimeError("the review keeper needs STATE_MACHINE_ARN")
         counts = {"heartbeats": 0, "stale_failed": 0, "approvals_redelivered": 0}
+        oldest = 0.0
+        now = utc_now()
         cursor: str | None = None
         while True:
             runs, cursor = self.ledger.list_runs(RunStatus.AWAITING_REVIEW, 100, cursor)
             for run in runs:
                 counts[self._keep_review_alive(run.run_id)] += 1
+                oldest = max(oldest, _seconds_between(run.updated_at, now))
             if cursor is None:
+                self.metrics.seconds(metric_names.OLDEST_PENDING_REVIEW, oldest)
                 return counts
 
     def _keep_review_alive(self, run_id: str) -> str:
@@ -298,7 +305,7 @@ class Workflow:
             return "approvals_redelivered"
         assessment = assess(ledger, self.sources.snapshot(ledger.run.repository), self.settings.max_replans)
         if assessment.invalidated:
-            invalidate(self.ledger, ledger, assessment, review.execution)
+            invalidate(self.ledger, ledger, assessment, review.execution, self.metrics)
             self.executions.fail_task(review.task_token, "StaleContextError", assessment.reason)
             return "stale_failed"
         self.executions.heartbeat(review.task_token)
@@ -341,11 +348,13 @@ class Workflow:
             "partial_effect": {
                 "complete_stages": [s for s, r in ledger.stages.items() if r.status == StageStatus.COMPLETE],
                 "uncommitted_artifacts": sorted(k for k in written if k not in committed),
-                "external_effects": [],
+                "external_effects": [
+                    {"key": e.key, "kind": e.kind, "status": e.status.value, "receiver_id": e.receiver_id,
+                     "attempts": e.attempts, "error": e.error} for e in ledger.effects.values()],
             },
             "recovery": ("fix the cause, then resume (POST /runs/{id}/resume or `agentledger resume`): "
                          "complete stages with valid evidence are kept, stale ones are redone").replace("{id}", run.run_id),
-            "failed_at": (record.started_at if record and record.started_at else run.updated_at),
+            "failed_at": _failure_time(ledger, record),
             "handoff_at": utc_now(),
         }
         handoff = new_decision("handoff", f"{stage or 'run'} needs a person: {why or message}", details, execution)
@@ -353,32 +362,22 @@ class Workflow:
         if record is not None and record.status == StageStatus.RUNNING:
             records.append(record.model_copy(update={"status": StageStatus.FAILED, "error": f"{error}: {message}",
                                                      "finished_at": utc_now()}))
-        return self.ledger.write(run, to_state=RunState.NEEDS_PERSON, status=RunStatus.NEEDS_PERSON,
-                                 records=records, execution=execution, reason=f"handed to a person: {error}")
+        handed = self.ledger.write(run, to_state=RunState.NEEDS_PERSON, status=RunStatus.NEEDS_PERSON,
+                                   records=records, execution=execution, reason=f"handed to a person: {error}")
+        self.metrics.count(metric_names.RUNS_HANDED_OFF)
+        self.metrics.seconds(metric_names.TIME_TO_HANDOFF, _seconds_between(details["failed_at"], details["handoff_at"]))
+        return handed
 
 
-def invalidate(store: LedgerStore, ledger: Ledger, assessment: Assessment, execution: str | None) -> Run:
-    """Mark stale stages (and everything after them) invalid, recording what changed. Once a
-    stage is invalidated it is no longer complete, so the same staleness is recorded once."""
-    if not assessment.invalidated:
-        return ledger.run
-    records: list[Record] = [
-        ledger.stages[stage.value].model_copy(update={"status": StageStatus.INVALIDATED})
-        for stage in assessment.invalidated
-    ]
-    stale = [e.model_dump() for e in assessment.evidence if e.status == "stale"]
-    plan_rejected = Stage.PLAN in assessment.invalidated
-    records.append(
-        new_decision(
-            "stale_plan_rejected" if plan_rejected else "stale_context",
-            f"invalidated {', '.join(assessment.invalidated)}: {assessment.reason}",
-            {"invalidated": [s.value for s in assessment.invalidated], "stale_evidence": stale,
-             "changed_files": assessment.changed_files, "plan_digest": ledger.run.plan_digest},
-            execution,
-        )
-    )
-    return store.write(ledger.run, records=records, execution=execution,
-                       changes={"replans": ledger.run.replans + 1}, reason="stale context invalidated")
+def _seconds_between(start: str, end: str) -> float:
+    return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+
+
+def _failure_time(ledger: Ledger, record: StageRecord | None) -> str:
+    """When the failing attempt began: the last time the ledger heard from the work that failed."""
+    if record is not None and record.started_at:
+        return record.started_at
+    return ledger.run.updated_at
 
 
 def _require_owner(run: Run, execution: str) -> None:

@@ -4,8 +4,23 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from agentledger.config import Settings
+from agentledger.errors import ReviewRejectedError, RunNotFoundError
+from agentledger.models import RunStatus
+from agentledger.service import (
+    CreateRunRequest,
+    RepositoryRejectedError,
+    ReviewRequest,
+    RunConflictError,
+)
+from aws_lambda_powertools.event_handler import (
+    APIGatewayRestResolver,
+    Response,
+    content_types,
+)
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.idempotency import (
@@ -18,16 +33,6 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
-from agentledger.config import Settings
-from agentledger.errors import ReviewRejectedError, RunNotFoundError
-from agentledger.models import RunStatus
-from agentledger.service import (
-    CreateRunRequest,
-    RepositoryRejectedError,
-    ReviewRequest,
-    RunConflictError,
-)
 
 from .wiring import logger, metrics, service, tracer
 

@@ -1,11 +1,10 @@
 """The payloads the state machine sends to each task (Powertools Parser models)."""
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field
+from typing import Any, Literal
 
 from agentledger.models import Stage
+from pydantic import BaseModel, Field
 
 
 class StageEvent(BaseModel):
@@ -13,6 +12,10 @@ class StageEvent(BaseModel):
     execution: str = Field(min_length=1)
     stage: Stage | None = None
     task_token: str | None = None
+
+
+class EffectEvent(StageEvent):
+    effect: Literal["review_notification", "ticket", "completion_notification"]
 
 
 class FailureEvent(StageEvent):

@@ -3,14 +3,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentledger.models import Stage
+from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from agentledger.models import Stage
+from .events import StageEvent
+from .wiring import effects, logger, metrics, tracer, workflow
 
-from .stages import stage_handler
-from .wiring import logger, metrics, tracer, workflow
 
-request = stage_handler(Stage.AWAIT_REVIEW)
+@logger.inject_lambda_context(correlation_id_path="run_id", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=StageEvent)
+def request(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
+    """Register the review (its task token binds it to this plan), then tell the reviewers."""
+    outcome = workflow().run_stage(Stage.AWAIT_REVIEW, event.run_id, event.execution, event.task_token)
+    notified = effects().deliver(event.run_id, event.execution, "review_notification", context)
+    logger.info("review requested", extra={"outcome": outcome, "notification": notified})
+    return outcome
 
 
 @logger.inject_lambda_context(clear_state=True)

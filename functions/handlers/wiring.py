@@ -1,24 +1,48 @@
-"""Builds the workflow and the API service from the function's environment, once per
-container (and once per configuration, so the local runtime can host several stacks)."""
+"""Builds the workflow, the effects and the API service from the function's environment, once
+per container (and once per configuration, so the local runtime can host several stacks)."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
-
+from agentledger import metric_names
 from agentledger.agent import load_agent
 from agentledger.artifacts import ArtifactStore
 from agentledger.config import Settings
+from agentledger.effects import EffectRunner
 from agentledger.executions import ExecutionControl
 from agentledger.ledger import LedgerStore
+from agentledger.receivers import GitHubIssues, Receiver, SnsNotifications
 from agentledger.service import RunService
 from agentledger.sources import SourceResolver
 from agentledger.workflow import Workflow
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
+TOKEN_CACHE_SECONDS = 300
+
+
+class PowertoolsMetricSink:
+    """The workflow's metrics as CloudWatch EMF, flushed by @metrics.log_metrics."""
+
+    def count(self, name: str, value: float = 1) -> None:
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+    def seconds(self, name: str, value: float, stage: str | None = None) -> None:
+        if stage is None:
+            metrics.add_metric(name=name, unit=MetricUnit.Seconds, value=value)
+            return
+        with single_metric(name=name, unit=MetricUnit.Seconds, value=value,
+                           namespace=metric_names.NAMESPACE) as metric:
+            metric.add_dimension(name=metric_names.STAGE_DIMENSION, value=stage)
+
+
+sink = PowertoolsMetricSink()
 
 
 @lru_cache(maxsize=8)
@@ -28,22 +52,49 @@ def _stores(settings: Settings) -> tuple[LedgerStore, ArtifactStore, SourceResol
     return ledger, artifacts, SourceResolver(artifacts, settings.workspace_root)
 
 
+def _executions(settings: Settings) -> ExecutionControl | None:
+    if not settings.state_machine_arn:
+        return None
+    return ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
+
+
 @lru_cache(maxsize=8)
 def _workflow(settings: Settings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
-    executions = ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions")) if settings.state_machine_arn else None
-    return Workflow(settings, ledger, artifacts, sources, load_agent(settings.agent_spec), executions)
+    return Workflow(settings, ledger, artifacts, sources, load_agent(settings.agent_spec), _executions(settings), sink)
+
+
+def _receivers(settings: Settings) -> dict[str, Receiver]:
+    receivers: dict[str, Receiver] = {}
+    if settings.notification_topic_arn:
+        receivers["notifications"] = SnsNotifications(settings.notification_topic_arn, boto3.client("sns"))
+    if settings.github_repository and settings.github_token_secret_arn:
+        token = parameters.get_secret(settings.github_token_secret_arn, max_age=TOKEN_CACHE_SECONDS)
+        receivers["tickets"] = GitHubIssues(settings.github_api_url, settings.github_repository, str(token),
+                                            settings.receiver_timeout_s)
+    return receivers
+
+
+@lru_cache(maxsize=8)
+def _effects(settings: Settings) -> EffectRunner:
+    ledger, artifacts, sources = _stores(settings)
+    return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings),
+                        DynamoDBPersistenceLayer(table_name=settings.idempotency_table), sink)
 
 
 @lru_cache(maxsize=8)
 def _service(settings: Settings) -> RunService:
     ledger, artifacts, sources = _stores(settings)
     executions = ExecutionControl(settings.require_state_machine(), boto3.client("stepfunctions"))
-    return RunService(settings, ledger, artifacts, sources, executions)
+    return RunService(settings, ledger, artifacts, sources, executions, sink)
 
 
 def workflow() -> Workflow:
     return _workflow(Settings.from_env())
+
+
+def effects() -> EffectRunner:
+    return _effects(Settings.from_env())
 
 
 def service() -> RunService:

@@ -19,14 +19,18 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from agentledger import metric_names
 from infra import PROJECT_ROOT
 from infra.constructs.bundling import dependencies_layer_code
+from infra.constructs.notifications import Notifications
 from infra.constructs.storage import Storage
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 DEFAULT_MEMORY_MB = 256
+# Powertools Metrics adds it as the `service` dimension of every metric (the dashboard's too).
+SERVICE_NAME = "agentledger"
 
 
 class Access(Enum):
@@ -58,6 +62,8 @@ class FunctionSpec:
     state_machine_task: bool = True
     memory_mb: int = DEFAULT_MEMORY_MB
     extra_environment: Mapping[str, str] = field(default_factory=dict)
+    # Delivers external writes: publishes to the notification topic and opens GitHub tickets.
+    delivers_effects: bool = False
 
 
 FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
@@ -77,9 +83,25 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         memory_mb=1024,  # runs the repository's test suite in a subprocess
         extra_environment={"AGENTLEDGER_TEST_TIMEOUT_SECONDS": "600"},
     ),
-    FunctionSpec("RequestReviewFunction", "handlers.review.request", 60),
+    FunctionSpec(
+        "RequestReviewFunction", "handlers.review.request", 20,
+        # Registers the review, then notifies the reviewers through the effects layer; short for
+        # the same reason as EffectFunction (the idempotency lock of a crashed attempt).
+        idempotency=Access.READ_WRITE,
+        delivers_effects=True,
+        extra_environment={"AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS": "5"},
+    ),
     FunctionSpec("CompleteFunction", "handlers.stages.complete", 300),
     FunctionSpec("ClassifyFunction", "handlers.control.classify", 60),
+    FunctionSpec(
+        "EffectFunction", "handlers.effects.deliver", 15,
+        # Short on purpose: Powertools idempotency's in-progress lock of a crashed attempt
+        # expires with the invocation's deadline, so a retry waits at most ~15 s.
+        artifacts=Access.READ,
+        idempotency=Access.READ_WRITE,  # every effect is a Powertools idempotent_function
+        delivers_effects=True,
+        extra_environment={"AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS": "5"},
+    ),
     FunctionSpec(
         "ReviewKeeperFunction", "handlers.review.keep_alive", 60,
         artifacts=Access.READ,  # re-checks each pending plan against its source snapshot
@@ -93,10 +115,17 @@ class Functions(Construct):
     """All Lambda functions of the contract, built from FUNCTION_SPECS."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, storage: Storage, environment_name: str
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        storage: Storage,
+        notifications: Notifications,
+        environment_name: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self._storage = storage
+        self._notifications = notifications
         self._dependencies = lambda_.LayerVersion(
             self,
             "DependenciesLayer",
@@ -112,10 +141,16 @@ class Functions(Construct):
             "LEDGER_TABLE_NAME": storage.ledger_table.table_name,
             "IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name,
             "ARTIFACT_BUCKET_NAME": storage.artifact_bucket.bucket_name,
-            "POWERTOOLS_SERVICE_NAME": "agentledger",
-            "POWERTOOLS_METRICS_NAMESPACE": "AgentLedger",
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "AGENTLEDGER_ENVIRONMENT": environment_name,
+        }
+        self._effect_environment = {
+            "NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn,
+            "GITHUB_API_URL": notifications.github_api_url,
+            "GITHUB_REPOSITORY": notifications.github_repository,
+            "GITHUB_TOKEN_SECRET_ARN": notifications.github_token_secret.secret_arn,
         }
         self.by_name: dict[str, lambda_.Function] = {
             spec.name: self._build(spec) for spec in FUNCTION_SPECS
@@ -188,12 +223,18 @@ class Functions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             role=role,
-            environment={**self._common_environment, **spec.extra_environment},
+            environment={
+                **self._common_environment,
+                **(self._effect_environment if spec.delivers_effects else {}),
+                **spec.extra_environment,
+            },
         )
         # The contract names functions by logical id (the local runtime maps them to handlers).
         function.node.default_child.override_logical_id(spec.name)
 
         self._grant_data_access(role, spec)
+        if spec.delivers_effects:
+            self._grant_receivers(role)
         _acknowledge_wildcard(
             role, "*", "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions."
         )
@@ -203,6 +244,27 @@ class Functions(Construct):
         _grant_table(self._storage.ledger_table, role, spec.ledger, has_indexes=True)
         _grant_table(self._storage.idempotency_table, role, spec.idempotency, has_indexes=False)
         _grant_bucket(self._storage.artifact_bucket, role, spec.artifacts)
+
+    def _grant_receivers(self, role: iam.Role) -> None:
+        """Publish to the notification topic and read the GitHub token: exact actions, rather than
+        Topic.grant_publish's kms:GenerateDataKey* and Secret.grant_read's DescribeSecret."""
+        notifications = self._notifications
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sns:Publish"], resources=[notifications.topic.topic_arn])
+        )
+        # What SNS asks of a publisher to a topic encrypted with a customer managed key.
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                resources=[notifications.topic_key.key_arn],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"],
+                resources=[notifications.github_token_secret.secret_arn],
+            )
+        )
 
 
 def _grant_table(table: dynamodb.Table, role: iam.Role, access: Access, *, has_indexes: bool) -> None:

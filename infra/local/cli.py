@@ -205,11 +205,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_crash_points(args: argparse.Namespace) -> int:
-    if args.json:
-        points = [f"{stage}:{point}" for stage, stage_points in CRASH_POINTS.items() for point in stage_points]
-        _emit(args, {"crash_points": points}, str)
-    else:
-        print(render.crash_points(CRASH_POINTS), flush=True)
+    points = [f"{stage}:{point}" for stage, stage_points in CRASH_POINTS.items() for point in stage_points]
+    _emit(args, {"crash_points": points}, lambda _: render.crash_points(CRASH_POINTS))
     return 0
 
 
@@ -240,10 +237,10 @@ def _global_options(defaults: bool) -> argparse.ArgumentParser:
     """--api and --json, accepted before or after the command. The copy on each command has no
     defaults, so an option given before the command is not reset by the command's parser."""
     options = argparse.ArgumentParser(add_help=False)
-    unset = argparse.SUPPRESS
-    options.add_argument("--api", metavar="URL", default=os.environ.get("AGENTLEDGER_API", DEFAULT_API) if defaults else unset,
-                         help="the agentledger API (default: $AGENTLEDGER_API, else %s)" % DEFAULT_API)
-    options.add_argument("--json", action="store_true", default=False if defaults else unset,
+    api_default = os.environ.get("AGENTLEDGER_API", DEFAULT_API) if defaults else argparse.SUPPRESS
+    options.add_argument("--api", metavar="URL", default=api_default,
+                         help=f"the agentledger API (default: $AGENTLEDGER_API, else {DEFAULT_API})")
+    options.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS,
                          help="print one JSON document instead of the human view")
     return options
 

@@ -108,6 +108,33 @@ def _quiet_moto() -> Iterator[None]:
         moto_logger.setLevel(level)
 
 
+def _create_unmodelled_resources(template: dict[str, Any], region: str) -> dict[str, Any]:
+    """Resources moto's CloudFormation does not model, created through their own API; the
+    template's references to them are replaced by what those calls returned."""
+    resolved: dict[str, str] = {}
+    remaining = {}
+    for logical, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::SecretsManager::Secret":
+            props = resource.get("Properties", {})
+            created = boto3.client("secretsmanager", region_name=region).create_secret(
+                Name=props.get("Name", f"{STACK_NAME}-{logical}"), Description=props.get("Description", ""),
+                SecretString=props.get("SecretString", "placeholder"))
+            resolved[logical] = created["ARN"]
+        else:
+            remaining[logical] = resource
+
+    def substitute(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Ref"} and node["Ref"] in resolved:
+                return resolved[node["Ref"]]
+            return {k: substitute(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [substitute(v) for v in node]
+        return node
+
+    return substitute({**template, "Resources": remaining})
+
+
 def deploy(assembly: Path, region: str) -> DeployedStack:
     with _quiet_moto():
         return _deploy(assembly, region)
@@ -116,8 +143,9 @@ def deploy(assembly: Path, region: str) -> DeployedStack:
 def _deploy(assembly: Path, region: str) -> DeployedStack:
     account = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
     bucket = _publish_assets(assembly, account, region)
-    template_text = (assembly / f"{STACK_NAME}.template.json").read_text()
-    template = json.loads(template_text)
+    template = _create_unmodelled_resources(
+        json.loads((assembly / f"{STACK_NAME}.template.json").read_text()), region)
+    template_text = json.dumps(template)
     cfn = boto3.client("cloudformation", region_name=region)
     cfn.create_stack(StackName=STACK_NAME, TemplateBody=template_text,
                      Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"])

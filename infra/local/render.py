@@ -16,7 +16,11 @@ CRASH_POINT_MEANINGS = {
     "before_work": "the stage started, nothing produced",
     "after_artifacts": "outputs written to S3, ledger not yet committed",
     "after_commit": "ledger committed, handler not yet returned",
+    "before_call": "effect attempt recorded, receiver not called yet (fires once)",
+    "after_accept": "receiver accepted the write, response lost before the read-back (fires once)",
+    "after_record": "effect confirmed and recorded, handler not yet returned (fires once)",
 }
+EFFECT_FIELDS = ("kind", "status", "receiver", "receiver_id", "attempts", "key", "error")
 BOX_WIDTH = 96
 REQUEST_COLUMN_WIDTH = 40
 
@@ -58,8 +62,8 @@ def truncate(text: str, width: int) -> str:
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], indent: str = "") -> list[str]:
     rows = [list(row) for row in rows]
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
-    return [indent + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+    return [indent + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in [list(headers), *rows]]
 
 
@@ -77,9 +81,15 @@ def box(title: str, fields: Sequence[tuple[str, str]]) -> list[str]:
 
 def _effect_line(effect: Mapping[str, Any]) -> str:
     """Effects are shown by whichever identifying fields they carry, so new fields need no change here."""
-    shown = [f"{key} {effect[key]}" for key in ("kind", "name", "status", "receiver_id", "idempotency_key")
-             if effect.get(key) is not None]
+    shown = [f"{key} {effect[key]}" for key in EFFECT_FIELDS if effect.get(key) is not None]
     return ", ".join(shown) or str(dict(effect))
+
+
+def _listed(records: Mapping[str, Any] | Sequence[Any] | None) -> list[Any]:
+    """The ledger keeps some records by key (a dict) and the API may list them: accept both."""
+    if isinstance(records, Mapping):
+        return list(records.values())
+    return list(records or [])
 
 
 # -- live progress -----------------------------------------------------------------------------
@@ -107,7 +117,7 @@ def outcome(document: Mapping[str, Any]) -> str:
         return f"{run_id} is complete; see the ledger with `agentledger show {run_id}`"
     if status == "needs_person":
         handoff = document.get("handoff") or {}
-        return (f"{run_id} needs a person: {handoff.get('summary', run['state'])}\n"
+        return (f"{run_id}: {handoff.get('summary', 'needs a person')}\n"
                 f"  see the handoff with `agentledger show {run_id}`, then `agentledger resume {run_id}`")
     if status == "failed":
         return f"{run_id} failed; see `agentledger show {run_id}`, then `agentledger resume {run_id}`"
@@ -138,7 +148,8 @@ def assessment(response: Mapping[str, Any]) -> str:
         lines.append(f"Invalidated: {', '.join(answers['invalidated'])}")
     changes = answers.get("changed_files") or {}
     if changes:
-        lines.append("Changed files: " + "; ".join(f"{change}: {', '.join(files)}" for change, files in changes.items()))
+        described = (f"{change}: {', '.join(files)}" for change, files in changes.items())
+        lines.append("Changed files: " + "; ".join(described))
     return "\n".join(lines)
 
 
@@ -164,7 +175,7 @@ def run_timeline(document: Mapping[str, Any]) -> str:
         _stages(document.get("stages") or {}),
         _evidence(document.get("evidence") or {}, document.get("evidence_status") or {}),
         _artifacts(document.get("artifacts") or [], document.get("artifact_location")),
-        _section("Effects", [f"  {_effect_line(effect)}" for effect in document.get("effects") or []]),
+        _section("Effects", [f"  {_effect_line(effect)}" for effect in _listed(document.get("effects"))]),
         _section("Decisions", [f"  {when(d['at'])}  {d['kind']:<20} {d['summary']}"
                                for d in document.get("decisions") or []]),
         _transitions(document.get("transitions") or []),
@@ -183,7 +194,7 @@ def _handoff(handoff: Mapping[str, Any] | None) -> list[str]:
     attempted = details.get("attempted") or {}
     response = details.get("response") or {}
     partial = details.get("partial_effect") or {}
-    external = partial.get("external_effects") or []
+    external = _listed(partial.get("external_effects"))
     fields = [
         ("what", handoff["summary"]),
         ("attempted", f"{attempted.get('operation', '?')}, attempt {attempted.get('attempt', '?')}, "
@@ -235,7 +246,7 @@ def _stages(stages: Mapping[str, Mapping[str, Any]]) -> list[str]:
     header, *stage_lines = table(("", "STAGE", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "DURATION"), rows,
                                  indent="  ")
     lines = ["Stages", header]
-    for name, line in zip(STAGE_ORDER, stage_lines):
+    for name, line in zip(STAGE_ORDER, stage_lines, strict=True):
         lines.append(line)
         error = (stages.get(name) or {}).get("error")
         if error:

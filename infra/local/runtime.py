@@ -3,6 +3,7 @@ real handlers, and the state machine executed by moto's interpreter from the sam
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -12,15 +13,19 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from . import dynamodb_lock, environ, lambda_bridge
+from . import dynamodb_lock, environ, lambda_bridge, moto_fixes
 from .deploy import DeployedStack, deploy
 from .faults import CrashSwitchboard
+from .github_receiver import LocalGitHub
 from .synth import synthesize
 
 REGION = "us-east-1"
 API_HANDLER = "handlers.api.handler"
 KEEPER_HANDLER = "handlers.review.keep_alive"
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+LOCAL_GITHUB_TOKEN = "local-github-token"
+LOCAL_GITHUB_REPOSITORY = "local/agentledger-demo"
+NOTIFICATION_QUEUE = "agentledger-notifications-local.fifo"
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                      "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
 
@@ -45,35 +50,88 @@ class LocalRuntime:
         self._mock: Any = None
         self.stack: DeployedStack | None = None
         self.crashes = CrashSwitchboard()
+        self.github = LocalGitHub(LOCAL_GITHUB_TOKEN)
         self._function_by_handler: dict[str, str] = {}
+        self._notification_queue_url: str | None = None
+        self._notifications: list[dict[str, Any]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> LocalRuntime:
         for name, value in _FAKE_CREDENTIALS.items():
             os.environ.setdefault(name, value)
         environ.install()
+        # A run handed to a person ends in a Fail state, which moto's interpreter logs as an
+        # exception dump; the ledger's handoff record is the account of it.
+        logging.getLogger("moto.stepfunctions").setLevel(logging.CRITICAL)
         dynamodb_lock.install()
+        moto_fixes.install()
         lambda_bridge.install()
         self.crashes.install()
         assembly = self._assembly or synthesize()
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         self.stack = deploy(assembly, REGION)
+        self.github.start()
+        self._connect_receivers()
         lambda_client = self.client("lambda")
         for function_name in self.stack.functions.values():
             config = lambda_client.get_function_configuration(FunctionName=function_name)
             self._function_by_handler[config["Handler"]] = function_name
-            if self._extra_environment:
-                # Local-only settings (where workspaces go, a plugged-in agent) on top of what
-                # the stack configured; nothing the stack set is replaced.
-                variables = {**self._extra_environment, **config.get("Environment", {}).get("Variables", {})}
-                lambda_client.update_function_configuration(FunctionName=function_name,
-                                                            Environment={"Variables": variables})
+            variables = self._local_environment(config.get("Environment", {}).get("Variables", {}))
+            lambda_client.update_function_configuration(FunctionName=function_name, Environment={"Variables": variables})
         return self
+
+    def _local_environment(self, stack_variables: dict[str, str]) -> dict[str, str]:
+        """Local-only settings (where workspaces go, a plugged-in agent) under what the stack set,
+        and the one thing the stack cannot know: where the local receivers listen."""
+        variables = {**self._extra_environment, **stack_variables}
+        if "GITHUB_API_URL" in variables:
+            variables["GITHUB_API_URL"] = self.github.url
+            variables["GITHUB_REPOSITORY"] = variables.get("GITHUB_REPOSITORY") or LOCAL_GITHUB_REPOSITORY
+        return variables
+
+    def _connect_receivers(self) -> None:
+        """Give the token secret the local tracker's token, and subscribe a FIFO queue to the
+        notification topic: the queue is the receiver whose copies are counted."""
+        assert self.stack is not None
+        secret = self.stack.outputs.get("GitHubTokenSecretArn")
+        if secret:
+            self.client("secretsmanager").put_secret_value(SecretId=secret, SecretString=LOCAL_GITHUB_TOKEN)
+        topic = self.stack.outputs.get("NotificationTopicArn")
+        if topic:
+            sqs = self.client("sqs")
+            self._notification_queue_url = sqs.create_queue(
+                QueueName=NOTIFICATION_QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"]
+            queue_arn = sqs.get_queue_attributes(QueueUrl=self._notification_queue_url,
+                                                 AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+
+    def notifications(self) -> list[dict[str, Any]]:
+        """Every notification the subscribed queue received (drained into memory, kept)."""
+        if self._notification_queue_url is None:
+            return []
+        sqs = self.client("sqs")
+        while True:
+            batch = sqs.receive_message(QueueUrl=self._notification_queue_url, MaxNumberOfMessages=10,
+                                        AttributeNames=["All"]).get("Messages", [])
+            if not batch:
+                return list(self._notifications)
+            for message in batch:
+                envelope = json.loads(message["Body"])
+                key = envelope.get("MessageAttributes", {}).get("agentledger_key", {}).get("Value")
+                self._notifications.append({"key": key, "message": json.loads(envelope["Message"])})
+                sqs.delete_message(QueueUrl=self._notification_queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+    def notifications_by_key(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for note in self.notifications():
+            counts[note["key"]] = counts.get(note["key"], 0) + 1
+        return counts
 
     def stop(self) -> None:
         if self._mock is not None:
             self._wait_for_executions_to_settle()
+            self.github.stop()
             self._mock.stop()
             self._mock = None
 
@@ -144,7 +202,9 @@ class LocalRuntime:
             if status in TERMINAL:
                 return status
             time.sleep(0.05)
-        raise TimeoutError(f"execution {name} still running after {timeout_s}s")
+        recent = [f"{e['type']} {json.dumps({k: v for k, v in e.items() if k.endswith('Details')}, default=str)[:300]}"
+                  for e in self.execution_history(name)[-4:]]
+        raise TimeoutError(f"execution {name} still running after {timeout_s}s; last events:\n" + "\n".join(recent))
 
     def execution_history(self, name: str) -> list[dict[str, Any]]:
         from agentledger.executions import execution_arn  # noqa: PLC0415

@@ -12,10 +12,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 from agentledger.service import run_id_for
 
-from .faults import parse_crash
+from .metrics import emitted_metrics, summarize
 from .runtime import LocalRuntime
 
 CRASH_HEADER = "X-Agentledger-Crash"
+LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
 DEFAULT_PORT = 8787
 
@@ -100,6 +101,9 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "host")}
             headers = {_canonical(k): v for k, v in headers.items()}
+            if parts.path == LOCAL_METRICS_PATH and self.command == "GET":
+                self._send(HTTPStatus.OK, json.dumps(summarize(emitted_metrics(server.runtime))))
+                return
             problem = server.arm_crash(headers) if self.command == "POST" and parts.path == "/runs" else None
             if problem:
                 self._error(HTTPStatus.BAD_REQUEST, problem)

@@ -18,13 +18,23 @@ CONTRACT_FUNCTIONS = {
     "PlanFunction": ("handlers.stages.plan", 300),
     "ExecuteFunction": ("handlers.stages.execute", 300),
     "VerifyFunction": ("handlers.stages.verify", 900),
-    "RequestReviewFunction": ("handlers.review.request", 60),
+    "RequestReviewFunction": ("handlers.review.request", 20),
     "CompleteFunction": ("handlers.stages.complete", 300),
     "ClassifyFunction": ("handlers.control.classify", 60),
     "ReviewKeeperFunction": ("handlers.review.keep_alive", 60),
+    "EffectFunction": ("handlers.effects.deliver", 15),
 }
 WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction"}
-ARTIFACT_READERS = {"ApiFunction", "AssessFunction", "ReviewKeeperFunction"}
+ARTIFACT_READERS = {"ApiFunction", "AssessFunction", "ReviewKeeperFunction", "EffectFunction"}
+IDEMPOTENCY_USERS = {"ApiFunction", "EffectFunction", "RequestReviewFunction"}
+EFFECT_DELIVERERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifies the reviewers
+EFFECT_ENVIRONMENT = {
+    "NOTIFICATION_TOPIC_ARN",
+    "GITHUB_API_URL",
+    "GITHUB_REPOSITORY",
+    "GITHUB_TOKEN_SECRET_ARN",
+    "AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS",
+}
 STATES_ACTIONS = {
     "states:StartExecution",
     "states:SendTaskSuccess",
@@ -98,6 +108,7 @@ def test_function_environment(resources, logical_id, name: str) -> None:
     else:
         assert "STATE_MACHINE_ARN" not in variables
     assert ("AGENTLEDGER_TEST_TIMEOUT_SECONDS" in variables) == (name == "VerifyFunction")
+    assert EFFECT_ENVIRONMENT & set(variables) == (EFFECT_ENVIRONMENT if name in EFFECT_DELIVERERS else set())
 
 
 def test_verify_function_gets_its_test_timeout(resources) -> None:
@@ -145,7 +156,7 @@ def test_every_function_writes_its_own_logs_and_traces(function_statements, reso
     )
 
 
-def test_idempotency_table_is_granted_only_to_the_api(
+def test_idempotency_table_is_granted_only_to_the_api_and_the_effect_deliverers(
     function_statements, logical_id
 ) -> None:
     table = logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
@@ -154,7 +165,17 @@ def test_idempotency_table_is_granted_only_to_the_api(
         for name in CONTRACT_FUNCTIONS
         if any(table in str(statement["Resource"]) for statement in function_statements(name))
     }
-    assert with_access == {"ApiFunction"}
+    assert with_access == IDEMPOTENCY_USERS
+    for name in IDEMPOTENCY_USERS:  # Powertools reads, puts, updates and deletes its records
+        actions = {
+            action
+            for statement in function_statements(name)
+            if table in str(statement["Resource"])
+            for action in statement["Action"]
+        }
+        assert {
+            "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
+        } <= actions
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
@@ -187,3 +208,60 @@ def test_dependencies_layer_targets_the_function_runtime(template: Template) -> 
             "CompatibleArchitectures": ["arm64"],
         },
     )
+
+
+# -- EffectFunction: every external write, to the notification topic and GitHub ----------------
+
+
+def test_effect_function_environment(resources, logical_id) -> None:
+    variables = resources("AWS::Lambda::Function")["EffectFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["NOTIFICATION_TOPIC_ARN"] == {"Ref": logical_id("AWS::SNS::Topic", "NotificationTopic")}
+    assert variables["GITHUB_TOKEN_SECRET_ARN"] == {
+        "Ref": logical_id("AWS::SecretsManager::Secret", "GitHubTokenSecret")
+    }
+    # cdk.json's defaults: GitHub's public API, and no repository (tickets off).
+    assert variables["GITHUB_API_URL"] == "https://api.github.com"
+    assert variables["GITHUB_REPOSITORY"] == ""
+    assert variables["AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS"] == "5"
+
+
+def _statements_with(function_statements, name: str, action: str) -> list[dict]:
+    return [
+        statement
+        for statement in function_statements(name)
+        if action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    ]
+
+
+def test_effect_function_publishes_to_the_notification_topic_only(function_statements, logical_id) -> None:
+    (publish,) = _statements_with(function_statements, "EffectFunction", "sns:Publish")
+    assert publish["Effect"] == "Allow"
+    assert publish["Resource"] == {"Ref": logical_id("AWS::SNS::Topic", "NotificationTopic")}
+
+
+def test_effect_function_may_use_the_notification_key_to_publish(function_statements, logical_id) -> None:
+    key = logical_id("AWS::KMS::Key", "NotificationTopicKey")
+    (statement,) = _statements_with(function_statements, "EffectFunction", "kms:GenerateDataKey")
+    assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert statement["Resource"] == {"Fn::GetAtt": [key, "Arn"]}
+
+
+def test_effect_function_reads_the_github_token_secret_only(function_statements, logical_id) -> None:
+    (read,) = _statements_with(function_statements, "EffectFunction", "secretsmanager:GetSecretValue")
+    assert read["Action"] == "secretsmanager:GetSecretValue"
+    assert read["Resource"] == {"Ref": logical_id("AWS::SecretsManager::Secret", "GitHubTokenSecret")}
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_only_the_effect_deliverers_reach_the_receivers(function_actions, name: str) -> None:
+    receiver_actions = {
+        action
+        for action in function_actions(name)
+        if action.split(":")[0] in {"sns", "kms", "secretsmanager"}
+    }
+    if name in EFFECT_DELIVERERS:
+        assert receiver_actions == {
+            "sns:Publish", "kms:GenerateDataKey", "kms:Decrypt", "secretsmanager:GetSecretValue"
+        }
+    else:
+        assert receiver_actions == set()

@@ -7,10 +7,26 @@ from aws_cdk import App
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
+from infra import app as infra_app
 from infra.app import build_app
 from infra.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+
+# What `cdk synth -c key=value` passes: strings, whatever the key's type in cdk.json.
+CUSTOM_CONTEXT = {
+    "environment": "staging",
+    "githubApiUrl": "https://github.example.com/api/v3",
+    "githubRepository": "octo-org/service",
+    "reviewAlarmSeconds": "3600",
+}
+
+
+@pytest.fixture(scope="module")
+def custom_template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """A second synthesis, with every context key the stack reads set on the command line."""
+    _, stack = build_app(context=CUSTOM_CONTEXT, outdir=tmp_path_factory.mktemp("cdk.out.custom"))
+    return Template.from_stack(stack)
 
 
 def test_outputs(template: Template, logical_id) -> None:
@@ -27,6 +43,18 @@ def test_outputs(template: Template, logical_id) -> None:
     }
     assert outputs["ArtifactBucketName"]["Value"] == {"Ref": logical_id("AWS::S3::Bucket", "ArtifactBucket")}
     assert logical_id("AWS::ApiGateway::RestApi", "RestApi") in str(outputs["ApiUrl"]["Value"])
+
+
+def test_side_effect_and_observability_outputs(template: Template, logical_id) -> None:
+    outputs = template.find_outputs("*")
+    assert outputs["NotificationTopicArn"]["Value"] == {
+        "Ref": logical_id("AWS::SNS::Topic", "NotificationTopic")
+    }
+    assert outputs["GitHubTokenSecretArn"]["Value"] == {
+        "Ref": logical_id("AWS::SecretsManager::Secret", "GitHubTokenSecret")
+    }
+    assert outputs["AlarmTopicArn"]["Value"] == {"Ref": logical_id("AWS::SNS::Topic", "AlarmTopic")}
+    assert outputs["DashboardName"]["Value"] == {"Ref": logical_id("AWS::CloudWatch::Dashboard", "Dashboard")}
 
 
 def test_aws_solutions_checks_find_nothing_unacknowledged(
@@ -49,10 +77,40 @@ def test_synthesis_reports_no_errors_or_warnings(stack: AgentLedgerStack, templa
     assert annotations.find_warning("*", Match.any_value()) == []
 
 
-def test_environment_name_comes_from_context(tmp_path) -> None:
-    _, stack = build_app(context={"environment": "staging"}, outdir=tmp_path)
-    functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
+def test_environment_name_comes_from_context(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
     assert {
         function["Properties"]["Environment"]["Variables"]["AGENTLEDGER_ENVIRONMENT"]
         for function in functions.values()
     } == {"staging"}
+
+
+def test_github_settings_come_from_context(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
+    variables = functions["EffectFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["GITHUB_API_URL"] == "https://github.example.com/api/v3"
+    assert variables["GITHUB_REPOSITORY"] == "octo-org/service"
+
+
+def test_review_alarm_threshold_comes_from_context(custom_template: Template) -> None:
+    custom_template.has_resource_properties(
+        "AWS::CloudWatch::Alarm", {"MetricName": "OldestPendingReviewAge", "Threshold": 3600}
+    )
+
+
+def test_cdk_json_documents_the_context_defaults() -> None:
+    assert {
+        key: infra_app.CDK_JSON["context"][key]
+        for key in ("environment", "githubApiUrl", "githubRepository", "reviewAlarmSeconds")
+    } == {
+        "environment": infra_app.DEFAULT_ENVIRONMENT_NAME,
+        "githubApiUrl": infra_app.DEFAULT_GITHUB_API_URL,
+        "githubRepository": infra_app.DEFAULT_GITHUB_REPOSITORY,
+        "reviewAlarmSeconds": infra_app.DEFAULT_REVIEW_ALARM_SECONDS,
+    }
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "a day"])
+def test_review_alarm_seconds_must_be_a_positive_number(tmp_path, value: str) -> None:
+    with pytest.raises(ValueError, match="reviewAlarmSeconds"):
+        build_app(context={"reviewAlarmSeconds": value}, outdir=tmp_path)

@@ -20,6 +20,7 @@ TASK_FUNCTIONS = [
     "RequestReviewFunction",
     "CompleteFunction",
     "ClassifyFunction",
+    "EffectFunction",
 ]
 DEFINITION_FILE = PROJECT_ROOT / "statemachines" / "run.asl.json"
 

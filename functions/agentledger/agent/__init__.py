@@ -11,7 +11,12 @@ import os
 from typing import Protocol, runtime_checkable
 
 from agentledger.agent.executor import Execution, apply_files, write_tests
-from agentledger.agent.inventory import FunctionInfo, Inventory, ModuleInfo, inspect_repository
+from agentledger.agent.inventory import (
+    FunctionInfo,
+    Inventory,
+    ModuleInfo,
+    inspect_repository,
+)
 from agentledger.agent.planner import (
     DocstringExamplePlanner,
     Example,

@@ -11,8 +11,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agentledger.agent.planner import GENERATED_TESTS_DIR, Plan, PlanItem, module_import_path
-from agentledger.agent.source import SourceSnapshot, is_safe_relative_path, is_skipped_dir
+from agentledger.agent.planner import (
+    GENERATED_TESTS_DIR,
+    Plan,
+    PlanItem,
+    module_import_path,
+)
+from agentledger.agent.source import (
+    SourceSnapshot,
+    is_safe_relative_path,
+    is_skipped_dir,
+)
 
 PACKAGE_MARKER = f"{GENERATED_TESTS_DIR}/__init__.py"
 

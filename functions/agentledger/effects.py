@@ -1,0 +1,247 @@
+"""Every external write goes through here: an effect record in the ledger, Powertools
+idempotency around the write, the key carried to the receiver, look before writing, read back
+after writing, and success only once the receiver confirms.
+
+Powertools idempotency alone is not enough: a crash after the receiver accepted the write
+leaves the idempotency record INPROGRESS, and an exception deletes it, so a retry would write
+again. Reconciliation with the receiver (by the key it carries) closes that gap."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+)
+from aws_lambda_powertools.utilities.idempotency.persistence.base import (
+    BasePersistenceLayer,
+)
+
+from . import faults, metric_names
+from .artifacts import ArtifactStore
+from .config import Settings
+from .errors import (
+    EffectFailedError,
+    EffectInProgressError,
+    EffectRejectedError,
+    EffectUnconfirmedError,
+)
+from .fingerprints import digest
+from .freshness import require_fresh_upstream
+from .ledger import LedgerStore, new_decision
+from .models import Effect, EffectStatus, Ledger, Stage, utc_now
+from .receivers import (
+    Confirmation,
+    Receiver,
+    ReceiverErrorResponse,
+    ReceiverNoResponseError,
+    ReceiverRejectedError,
+    ReceiverUnavailableError,
+)
+from .sources import SourceResolver
+from .telemetry import MetricSink, NullSink
+
+IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
+EFFECT_CRASH_POINTS: tuple[str, ...] = ("before_call", "after_accept", "after_record")
+
+
+@dataclass(frozen=True)
+class EffectSpec:
+    receiver: str  # "tickets" | "notifications"
+    stage: Stage  # the stage the effect belongs to (and whose crash points it reaches)
+
+
+EFFECTS: dict[str, EffectSpec] = {
+    "review_notification": EffectSpec("notifications", Stage.AWAIT_REVIEW),
+    "ticket": EffectSpec("tickets", Stage.COMPLETE),
+    "completion_notification": EffectSpec("notifications", Stage.COMPLETE),
+}
+
+
+def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
+    """Run + effect kind + the digest of the content it commits to."""
+    return f"{run_id}/{name}/{digest(payload).removeprefix('sha256:')[:16]}"
+
+
+class EffectRunner:
+    def __init__(self, settings: Settings, ledger: LedgerStore, artifacts: ArtifactStore, sources: SourceResolver,
+                 receivers: dict[str, Receiver], persistence: BasePersistenceLayer,
+                 metrics: MetricSink | None = None) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.artifacts = artifacts
+        self.sources = sources
+        self.receivers = receivers
+        self.persistence = persistence
+        self.metrics = metrics or NullSink()
+
+    def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None) -> dict[str, Any]:
+        spec = EFFECTS[name]
+        ledger = self.ledger.load(run_id)
+        snapshot = self.sources.snapshot(ledger.run.repository)
+        require_fresh_upstream(self.ledger, ledger, snapshot, spec.stage, execution, self.settings.max_replans,
+                               self.metrics)
+        receiver = self.receivers.get(spec.receiver)
+        if receiver is None:
+            reason = f"no {spec.receiver} receiver is configured; {name} skipped"
+            self.ledger.append(run_id, new_decision("effect_skipped", reason, {"effect": name}, execution))
+            return {"run_id": run_id, "effect": name, "status": "skipped", "reason": reason}
+        payload = _PAYLOADS[name](ledger, self.artifacts)
+        key = effect_key(run_id, name, payload)
+        effect = ledger.effects.get(key)
+        if effect is not None and effect.status == EffectStatus.CONFIRMED:
+            return _outcome(effect)
+        if effect is None:
+            effect = Effect(key=key, kind=name, stage=spec.stage, receiver=receiver.name,
+                            status=EffectStatus.INTENDED, request=payload, execution=execution)
+            self.ledger.append(run_id, effect)
+        if effect.status == EffectStatus.UNCONFIRMED and effect.execution == execution:
+            return self._recheck(run_id, effect, receiver)
+        try:
+            result = self._deliver_once(run_id, execution, effect, receiver, lambda_context)
+        except IdempotencyAlreadyInProgressError:
+            found = receiver.find(key)
+            if found:
+                return self._confirm(run_id, execution, effect, receiver, found[0], suppressed=True)
+            raise EffectInProgressError(f"another attempt is delivering {key}; the receiver does not show it yet") from None
+        return self._confirm(run_id, execution, self.ledger.load(run_id).effects[key], receiver,
+                             Confirmation(**result["confirmation"]), suppressed=result["suppressed"])
+
+    def _recheck(self, run_id: str, effect: Effect, receiver: Receiver) -> dict[str, Any]:
+        """Sent, never answered: look again, and never resend within the execution that sent it."""
+        found = receiver.find(effect.key)
+        if found:
+            return self._confirm(run_id, effect.execution, effect, receiver, found[0], suppressed=True)
+        self.ledger.append(run_id, effect.model_copy(update={"rechecks": effect.rechecks + 1}))
+        self.metrics.count(metric_names.EFFECTS_UNCONFIRMED)
+        raise EffectUnconfirmedError(f"{effect.kind} {effect.key} is still unconfirmed after "
+                                     f"{effect.rechecks + 1} re-check(s)")
+
+    def _deliver_once(self, run_id: str, execution: str, effect: Effect, receiver: Receiver,
+                      lambda_context: Any) -> dict[str, Any]:
+        config = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespath="payload",
+                                   expires_after_seconds=IDEMPOTENCY_WINDOW_S, raise_on_no_idempotency_key=True)
+        if lambda_context is not None:
+            # The lock of an attempt that dies expires with that attempt's deadline.
+            config.register_lambda_context(lambda_context)
+
+        def write(command: dict[str, Any]) -> dict[str, Any]:
+            return self._write(run_id, execution, effect, receiver)
+
+        once: Callable[..., dict[str, Any]] = idempotent_function(
+            data_keyword_argument="command", config=config, persistence_store=self.persistence)(write)
+        return once(command={"key": effect.key, "payload": effect.request})
+
+    def _write(self, run_id: str, execution: str, effect: Effect, receiver: Receiver) -> dict[str, Any]:
+        found = receiver.find(effect.key)  # look before you write
+        if found:
+            return {"confirmation": asdict(found[0]), "suppressed": True}
+        attempted = effect.model_copy(update={"status": EffectStatus.ATTEMPTED, "attempts": effect.attempts + 1,
+                                              "attempted_at": utc_now(), "execution": execution, "error": None})
+        self.ledger.append(run_id, attempted)
+        faults.reach(run_id, effect.stage, "before_call", execution)
+        try:
+            accepted = receiver.send(effect.key, effect.request)
+            faults.reach(run_id, effect.stage, "after_accept", execution)
+            confirmed = receiver.read_back(accepted, effect.key)  # read back after you write
+        except ReceiverNoResponseError as error:
+            self._record_failure(run_id, attempted, EffectStatus.UNCONFIRMED, error)
+            raise EffectUnconfirmedError(f"{effect.kind} sent, no confirmation yet: {error}") from error
+        except (ReceiverErrorResponse, ReceiverUnavailableError) as error:
+            self._record_failure(run_id, attempted, EffectStatus.FAILED, error)
+            raise EffectFailedError(f"{effect.kind} not delivered: {error}") from error
+        except ReceiverRejectedError as error:
+            self._record_failure(run_id, attempted, EffectStatus.FAILED, error)
+            raise EffectRejectedError(f"{effect.kind} refused: {error}") from error
+        return {"confirmation": asdict(confirmed), "suppressed": False}
+
+    def _record_failure(self, run_id: str, effect: Effect, status: EffectStatus, error: Exception) -> None:
+        response = getattr(error, "response", None) or None
+        self.ledger.append(run_id, effect.model_copy(update={"status": status, "error": str(error),
+                                                             "response": response}))
+
+    def _confirm(self, run_id: str, execution: str | None, effect: Effect, receiver: Receiver,
+                 confirmation: Confirmation, *, suppressed: bool) -> dict[str, Any]:
+        copies = len(receiver.find(effect.key)) or None
+        confirmed = effect.model_copy(update={
+            "status": EffectStatus.CONFIRMED, "receiver_id": confirmation.receiver_id,
+            "receiver_url": confirmation.url, "response": confirmation.raw, "confirmed_at": utc_now(),
+            "duplicates_suppressed": effect.duplicates_suppressed + int(suppressed),
+            "receiver_copies": copies, "error": None,
+        })
+        self.ledger.append(run_id, confirmed)
+        self.metrics.count(metric_names.EFFECTS_CONFIRMED)
+        if suppressed:
+            self.metrics.count(metric_names.DUPLICATES_SUPPRESSED)
+        if copies and copies > 1:
+            self.metrics.count(metric_names.DUPLICATED_SIDE_EFFECTS, copies - 1)
+        faults.reach(run_id, effect.stage, "after_record", execution or "")
+        return _outcome(confirmed)
+
+
+def _outcome(effect: Effect) -> dict[str, Any]:
+    return {"run_id": effect.key.split("/", 1)[0], "effect": effect.kind, "status": effect.status.value,
+            "key": effect.key, "receiver_id": effect.receiver_id, "receiver_url": effect.receiver_url}
+
+
+# -- what each effect says (deterministic: built from the ledger only, so a retry commits to the
+# same content and therefore the same key) --------------------------------------------------------
+def _links(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, str]:
+    committed = {key for record in ledger.stages.values() for key in record.outputs}
+    return {ref.name: f"s3://{artifacts.bucket}/{ref.key}" for ref in ledger.artifacts
+            if ref.key in committed and ref.name in ("plan.json", "changes.diff", "test-output.txt", "command.json")}
+
+
+def _review_notification(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
+    run = ledger.run
+    return {
+        "subject": f"agentledger: run {run.run_id} awaits review",
+        "group": run.run_id,
+        "message": {"event": "review_requested", "run_id": run.run_id, "request": run.request,
+                    "repository": run.repository, "revision": run.revision, "plan_digest": run.plan_digest,
+                    "links": _links(ledger, artifacts),
+                    "how_to_review": f"POST /runs/{run.run_id}/review with this plan_digest"},
+    }
+
+
+def _ticket(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
+    run = ledger.run
+    links = _links(ledger, artifacts)
+    lines = [
+        f"agentledger run `{run.run_id}` finished its review and is being completed.",
+        "",
+        f"- **Request:** {run.request}",
+        f"- **Repository:** `{run.repository}` at `{run.revision}`",
+        f"- **Plan digest:** `{run.plan_digest}` (approved)",
+        f"- **Evidence:** {', '.join(f'{n} `{e.fingerprint[:19]}`' for n, e in sorted(ledger.evidence.items()))}",
+        "",
+        "**Artifacts**",
+        *[f"- {name}: `{uri}`" for name, uri in sorted(links.items())],
+    ]
+    name = PurePosixPath(run.repository.rstrip("/")).name or run.repository
+    return {"title": f"agentledger: tests for {name} ({run.run_id})", "body": "\n".join(lines), "labels": []}
+
+
+def _completion_notification(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
+    run = ledger.run
+    tickets = [e for e in ledger.effects.values() if e.kind == "ticket" and e.status == EffectStatus.CONFIRMED]
+    return {
+        "subject": f"agentledger: run {run.run_id} complete",
+        "group": run.run_id,
+        "message": {"event": "run_completed", "run_id": run.run_id, "plan_digest": run.plan_digest,
+                    "ticket": tickets[-1].receiver_url or tickets[-1].receiver_id if tickets else None,
+                    "links": _links(ledger, artifacts)},
+    }
+
+
+_PAYLOADS: dict[str, Callable[[Ledger, ArtifactStore], dict[str, Any]]] = {
+    "review_notification": _review_notification,
+    "ticket": _ticket,
+    "completion_notification": _completion_notification,
+}

@@ -1,0 +1,21 @@
+"""The one list of metric names, shared by the handlers that emit them and the stack's
+dashboard and alarms (so a renamed metric cannot leave an alarm watching nothing)."""
+from __future__ import annotations
+
+NAMESPACE = "AgentLedger"
+
+RUNS_STARTED = "RunsStarted"
+RUNS_RESUMED = "RunsResumed"
+RUNS_RECOVERED = "RunsRecovered"  # completed after at least one resume
+RUNS_HANDED_OFF = "RunsHandedOff"
+DUPLICATED_SIDE_EFFECTS = "DuplicatedSideEffects"  # the receiver holds more than one record for one key
+DUPLICATES_SUPPRESSED = "DuplicatesSuppressed"  # a retry found its write already at the receiver
+STALE_PLANS_REJECTED = "StalePlansRejected"
+TIME_TO_HANDOFF = "TimeToHandoff"  # seconds from the failure to the handoff record
+STAGE_DURATION = "StageDuration"  # seconds, dimension Stage
+REVIEW_WAIT = "ReviewWait"  # seconds from review request to decision
+OLDEST_PENDING_REVIEW = "OldestPendingReviewAge"  # seconds, emitted by the review keeper
+EFFECTS_CONFIRMED = "EffectsConfirmed"
+EFFECTS_UNCONFIRMED = "EffectsUnconfirmed"
+
+STAGE_DIMENSION = "Stage"

@@ -1,0 +1,32 @@
+"""Where moto 5.2.5 behaves unlike AWS in a way this project depends on, the local runtime
+corrects it here, each with the behaviour AWS has."""
+from __future__ import annotations
+
+from typing import Any
+
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
+    StateTaskServiceCallback,
+)
+
+
+def _answered_task_token_is_not_lost() -> None:
+    """AWS accepts SendTaskSuccess as soon as the task has its token, even while the Lambda that
+    received the token is still running. moto, when the state has HeartbeatSeconds, starts
+    waiting for a heartbeat without first looking at an answer that already arrived, so an early
+    approval sits unseen until the heartbeat window (15 minutes here) ends."""
+    original = StateTaskServiceCallback._wait_for_task_token_heartbeat
+    if getattr(original, "__agentledger_fixed__", False):
+        return
+
+    def wait(self: Any, env: Any, callback_endpoint: Any, heartbeat_endpoint: Any) -> Any:
+        early = callback_endpoint.get_outcome()
+        if early is not None:
+            return early
+        return original(self, env, callback_endpoint, heartbeat_endpoint)
+
+    wait.__agentledger_fixed__ = True  # type: ignore[attr-defined]
+    StateTaskServiceCallback._wait_for_task_token_heartbeat = wait  # type: ignore[method-assign]
+
+
+def install() -> None:
+    _answered_task_token_is_not_lost()

@@ -1,0 +1,119 @@
+"""Side effects never duplicate: one ticket and one notification per key at the receiver,
+whatever crashes, lost responses, slow answers or concurrent duplicates happen on the way."""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytestmark = pytest.mark.reliability
+
+
+def _complete(driver, runtime, run_id):
+    driver.wait(run_id)
+    assert driver.review(run_id).status == 200
+    return runtime.wait_for_execution(f"{run_id}-start", timeout_s=120)
+
+
+def _effects(driver, run_id):
+    return {e["kind"]: e for e in driver.view(run_id)["effects"].values()}
+
+
+def _at_receiver(runtime, run_id):
+    tickets = {k: n for k, n in runtime.github.issues_by_key().items() if k.startswith(run_id)}
+    notes = {k: n for k, n in runtime.notifications_by_key().items() if k and k.startswith(run_id)}
+    return tickets, notes
+
+
+def test_a_run_opens_one_ticket_and_sends_each_notification_once(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    assert _complete(driver, runtime, run_id) == "SUCCEEDED"
+    effects = _effects(driver, run_id)
+    assert {kind: e["status"] for kind, e in effects.items()} == {
+        "review_notification": "confirmed", "ticket": "confirmed", "completion_notification": "confirmed"}
+    tickets, notes = _at_receiver(runtime, run_id)
+    assert list(tickets.values()) == [1]
+    assert sorted(notes.values()) == [1, 1]
+    assert effects["ticket"]["receiver_id"].startswith("#")
+    issue = next(i for i in runtime.github.issues() if effects["ticket"]["key"] in i["body"])
+    assert "changes.diff" in issue["body"] and "test-output.txt" in issue["body"]
+    completion = next(n for n in runtime.notifications() if n["key"] == effects["completion_notification"]["key"])
+    assert completion["message"]["ticket"] == effects["ticket"]["receiver_url"]
+
+
+@pytest.mark.parametrize("point", ["before_call", "after_accept", "after_record"])
+def test_a_crash_inside_the_ticket_write_leaves_one_ticket(driver, runtime, sample_repo, point):
+    run_id = driver.start(sample_repo, crash=f"complete:{point}")
+    assert _complete(driver, runtime, run_id) == "SUCCEEDED"
+    tickets, notes = _at_receiver(runtime, run_id)
+    assert list(tickets.values()) == [1]
+    assert sorted(notes.values()) == [1, 1]
+    ticket = _effects(driver, run_id)["ticket"]
+    assert ticket["status"] == "confirmed"
+    assert ticket["duplicates_suppressed"] == (1 if point == "after_accept" else 0)
+    history = runtime.execution_history(f"{run_id}-start")
+    failures = [e["lambdaFunctionFailedEventDetails"]["error"] for e in history if e["type"] == "LambdaFunctionFailed"]
+    assert "Runtime.ExitError" in failures
+
+
+def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    writes_before = runtime.github.writes_received
+    runtime.github.inject("drop_response")
+    assert driver.review(run_id).status == 200
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
+    assert runtime.github.writes_received - writes_before == 1
+    tickets, _ = _at_receiver(runtime, run_id)
+    assert list(tickets.values()) == [1]
+    ticket = _effects(driver, run_id)["ticket"]
+    assert ticket["status"] == "confirmed" and ticket["duplicates_suppressed"] == 1
+
+
+def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    runtime.github.inject("fail")
+    assert driver.review(run_id).status == 200
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
+    tickets, _ = _at_receiver(runtime, run_id)
+    assert list(tickets.values()) == [1]
+    assert _effects(driver, run_id)["ticket"]["attempts"] == 2
+
+
+def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    writes_before = runtime.github.writes_received
+    runtime.github.inject("slow", delay_s=7)
+    assert driver.review(run_id).status == 200
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ticket = _effects(driver, run_id).get("ticket")
+        if ticket:
+            seen.append((ticket["status"], bool(_at_receiver(runtime, run_id)[0])))
+            if ticket["status"] == "confirmed":
+                break
+        time.sleep(0.2)
+    assert ("unconfirmed", False) in seen, seen  # no answer yet, and nothing at the tracker yet
+    assert seen[-1] == ("confirmed", True)
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=60) == "SUCCEEDED"
+    assert runtime.github.writes_received - writes_before == 1
+    assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
+
+
+def test_ten_concurrent_duplicate_invocations_write_once(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    writes_before = runtime.github.writes_received
+    assert driver.review(run_id).status == 200
+    event = {"run_id": run_id, "execution": f"{run_id}-start", "effect": "ticket"}
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        results = list(pool.map(lambda _: runtime.invoke("handlers.effects.deliver", event), range(10)))
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
+    assert runtime.github.writes_received - writes_before == 1
+    assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
+    outcomes = {payload.get("status") or payload.get("errorType") for payload, _ in results}
+    assert outcomes <= {"confirmed", "EffectInProgressError"}
