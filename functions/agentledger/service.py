@@ -20,6 +20,7 @@ from .fingerprints import digest, sha256_bytes
 from .freshness import invalidate
 from .ledger import LedgerStore, new_decision
 from .models import (
+    WORK_STAGES,
     Assessment,
     Evidence,
     Ledger,
@@ -29,7 +30,7 @@ from .models import (
     StageStatus,
     utc_now,
 )
-from .restart import EVIDENCE_OF, assess, evaluate_evidence
+from .restart import EVIDENCE_OF, assess, evaluate_evidence, is_stage_valid
 from .sources import SourceResolver
 from .telemetry import MetricSink, NullSink
 
@@ -152,9 +153,10 @@ class RunService:
             raise ReviewRejectedError(
                 f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
         snapshot = self.sources.snapshot(run.repository)
-        assessment = assess(ledger, snapshot, self.settings.max_replans)
-        if assessment.invalidated:
-            self._reject_stale_review(ledger, assessment)
+        statuses = evaluate_evidence(ledger, snapshot)
+        reviewed_stages = WORK_STAGES[: WORK_STAGES.index(Stage.AWAIT_REVIEW)]
+        if any(not is_stage_valid(ledger, stage, statuses) for stage in reviewed_stages):
+            self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans))
         decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(), "comment": body.comment})
         decision = new_decision("review", f"reviewer chose {body.decision}", body.model_dump())
         stage = ledger.stages[Stage.AWAIT_REVIEW.value]
@@ -189,8 +191,10 @@ class RunService:
         """Record the rejection, invalidate the plan and wake the waiting execution so it
         replans now instead of waiting for the review to time out."""
         invalidate(self.ledger, ledger, assessment, None, self.metrics)
-        self.executions.fail_task(ledger.review.task_token, "StaleContextError", assessment.reason)
-        raise ReviewRejectedError(f"the plan is stale and was not approved: {assessment.reason}")
+        stale = [f"{e.name} is stale ({e.reason})" for e in assessment.evidence if e.status == "stale"]
+        why = stale[0] if stale else assessment.reason
+        self.executions.fail_task(ledger.review.task_token, "StaleContextError", why)
+        raise ReviewRejectedError(f"the plan is stale and was not approved: {why}")
 
     # -- resume ----------------------------------------------------------------------------
     def resume(self, run_id: str) -> dict[str, Any]:

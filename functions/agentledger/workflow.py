@@ -312,7 +312,8 @@ class Workflow:
         return "heartbeats"
 
     # -- the ClassifyFailure state ---------------------------------------------------------
-    def classify(self, run_id: str, execution: str, error: dict[str, Any]) -> dict[str, Any]:
+    def classify(self, run_id: str, execution: str, error: dict[str, Any],
+                 failed_stage: str | None = None) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         run = ledger.run
         name = str(error.get("Error") or "Unknown")
@@ -327,15 +328,16 @@ class Workflow:
                                                     {"error": name, "cause": cause, "action": verdict.action}, execution))
             return {"run_id": run_id, "action": verdict.action, "reason": verdict.reason}
         self.hand_off(ledger, execution, name, cause.get("errorMessage", name), kind=verdict.kind,
-                      cause=cause, why=verdict.reason)
+                      cause=cause, why=verdict.reason, failed_stage=failed_stage)
         return {"run_id": run_id, "action": "handoff", "reason": verdict.reason}
 
     def hand_off(self, ledger: Ledger, execution: str, error: str, message: str, *, kind: str,
-                 cause: dict[str, Any] | None = None, why: str | None = None,
+                 cause: dict[str, Any] | None = None, why: str | None = None, failed_stage: str | None = None,
                  extra: list[Record] = ()) -> Run:  # type: ignore[assignment]
         """End the run in needs_person with what a person needs to pick it up."""
         run = ledger.run
-        stage = Stage(run.state.value) if run.state.value in Stage._value2member_map_ else None
+        where = failed_stage or run.state.value  # the state machine says which stage failed
+        stage = Stage(where) if where in Stage._value2member_map_ else None
         record = ledger.stages.get(stage.value) if stage else None
         committed = _committed_keys(ledger)
         written = self.artifacts.list_keys(f"runs/{run.run_id}/{stage.value}/") if stage else []

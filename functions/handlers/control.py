@@ -25,6 +25,6 @@ def assess(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
 @metrics.log_metrics
 @event_parser(model=FailureEvent)
 def classify(event: FailureEvent, context: LambdaContext) -> dict[str, Any]:
-    result = workflow().classify(event.run_id, event.execution, event.error)
+    result = workflow().classify(event.run_id, event.execution, event.error, event.failed_stage)
     logger.warning("failure classified", extra={"error": event.error.get("Error"), "action": result["action"]})
     return result

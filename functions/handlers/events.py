@@ -20,3 +20,4 @@ class EffectEvent(StageEvent):
 
 class FailureEvent(StageEvent):
     error: dict[str, Any]
+    failed_stage: str | None = None  # the stage whose state failed ("assess" for the assessment)

@@ -59,7 +59,7 @@ def _stage_marks(document: dict[str, Any] | None) -> StageMarks:
             for name in render.STAGE_ORDER if name in stages}
 
 
-def _follow(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: bool,
+def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: bool,
             already_seen: StageMarks | None = None) -> dict[str, Any]:
     """Poll the run until it settles, printing a stage's line whenever that stage starts, finishes,
     fails or is invalidated. Returns the last run document."""
@@ -73,7 +73,7 @@ def _follow(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: 
                 if show_progress:
                     print(render.stage_progress_line(document["stages"][name]), flush=True)
         status = document["run"]["status"]
-        if status in SETTLED:
+        if status in SETTLED and not _decided_but_not_yet_moved_on(document):
             return document
         if time.monotonic() >= deadline:
             raise CliError(f"{run_id} is still {status} after {timeout_s:g}s; "
@@ -81,11 +81,17 @@ def _follow(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: 
         time.sleep(POLL_INTERVAL_S)
 
 
+def _decided_but_not_yet_moved_on(document: dict[str, Any]) -> bool:
+    """A review was answered and the execution has not yet left the review state."""
+    review = document.get("review") or {}
+    return document["run"]["status"] == RunStatus.AWAITING_REVIEW and bool(review.get("decision"))
+
+
 def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
                        already_seen: StageMarks | None = None) -> None:
     if not args.json:
         print(f"following {run_id} (Ctrl-C stops following, not the run)", flush=True)
-    final = _follow(client, run_id, timeout_s=args.timeout, show_progress=not args.json, already_seen=already_seen)
+    final = follow_run(client, run_id, timeout_s=args.timeout, show_progress=not args.json, already_seen=already_seen)
     _emit(args, final, render.outcome)
 
 

@@ -24,7 +24,7 @@ SERVER_STOP_TIMEOUT_S = 15
 CLI_TIMEOUT_S = 120
 CONSOLE_SCRIPT = Path(sys.executable).parent / "agentledger"
 CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executable, "-m", "infra.local.cli"]
-CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
+CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 CALCULATOR = '''\
 """A calculator."""

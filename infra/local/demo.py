@@ -1,0 +1,143 @@
+"""`agentledger demo` (`make demo`): the main job on the embedded local stack, with the failures
+the workflow exists for — an interruption after verification, a source change while the run
+awaits review, and a lost response from the ticket tracker — ending in one JSON summary line."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from . import render
+from .cli import follow_run
+from .client import ApiClient, ApiError
+from .metrics import emitted_metrics, summarize
+from .metrics import render as render_metrics
+from .runtime import LocalRuntime
+from .sample_repo import edit_sample_repository, write_sample_repository
+from .server import CRASH_HEADER, LocalApiServer
+
+INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
+LOST_TICKET_RESPONSE = "complete:after_accept"  # the tracker holds the ticket, the answer is lost
+FOLLOW_TIMEOUT_S = 180.0
+
+
+def _step(text: str) -> None:
+    print(f"\n=== {text}", flush=True)
+
+
+def _follow(client: ApiClient, run_id: str) -> dict[str, Any]:
+    document = follow_run(client, run_id, timeout_s=FOLLOW_TIMEOUT_S, show_progress=True)
+    print(render.outcome(document), flush=True)
+    return document
+
+
+def _wait_for_new_review(client: ApiClient, run_id: str, old_digest: str) -> dict[str, Any]:
+    deadline = time.monotonic() + FOLLOW_TIMEOUT_S
+    while time.monotonic() < deadline:
+        document = follow_run(client, run_id, timeout_s=FOLLOW_TIMEOUT_S, show_progress=True)
+        review = document.get("review") or {}
+        if document["run"]["status"] != "awaiting_review" or review.get("plan_digest") != old_digest:
+            print(render.outcome(document), flush=True)
+            return document
+        time.sleep(0.2)
+    raise TimeoutError(f"{run_id} did not come back for review with a new plan")
+
+
+def _approve(client: ApiClient, document: dict[str, Any]) -> dict[str, Any]:
+    run_id = document["run"]["run_id"]
+    response = client.post(f"/runs/{run_id}/review",
+                           {"decision": "approve", "plan_digest": document["review"]["plan_digest"]})
+    print(render.review_result(response), flush=True)
+    return response
+
+
+def run_demo(workdir: Path, port: int) -> dict[str, Any]:
+    started = time.monotonic()
+    repository = write_sample_repository(workdir / "textkit")
+    print(f"agentledger demo: sample repository at {repository}", flush=True)
+    print("agentledger demo: starting the local stack (moto + the synthesized CDK app)...", flush=True)
+    runtime = LocalRuntime(workspace_root=workdir / "workspaces").start()
+    # No review keeper here: the demo shows the API refusing a stale approval itself.
+    server = LocalApiServer(runtime, port, keeper_interval_s=0).start()
+    client = ApiClient(server.url)
+    try:
+        _step(f"1. start a run through {server.url}; the process will die after verification ({INTERRUPTION})")
+        created = client.post("/runs", {"repository": str(repository), "request": "Write tests for the "
+                                        "functions that lack them", "environment": "dev"},
+                              headers={"Idempotency-Key": str(uuid.uuid4()), CRASH_HEADER: INTERRUPTION})
+        run_id = created["run_id"]
+        runtime.crashes.arm(run_id, LOST_TICKET_RESPONSE)
+        print(render.created(created), flush=True)
+        _follow(client, run_id)
+
+        _step("2. resume: what is complete, what evidence still holds, what is safe next")
+        print(render.assessment(client.post(f"/runs/{run_id}/resume", {})), flush=True)
+        waiting = _follow(client, run_id)
+
+        _step("3. a colleague edits textkit/slug.py while the run awaits review; approving the old plan")
+        edit_sample_repository(repository)
+        try:
+            _approve(client, waiting)
+        except ApiError as refused:
+            print(f"refused with HTTP {refused.status}: {refused.message}", flush=True)
+        replanned = _wait_for_new_review(client, run_id, waiting["review"]["plan_digest"])
+
+        _step(f"4. approve the new plan; the ticket tracker will lose its answer once ({LOST_TICKET_RESPONSE})")
+        _approve(client, replanned)
+        final = _follow(client, run_id)
+
+        _step("5. the run's timeline")
+        print(render.run_timeline(final), flush=True)
+        metrics = summarize(emitted_metrics(runtime))
+        _step("6. metrics the handlers emitted")
+        print(render_metrics(metrics), flush=True)
+        return _summary(final, runtime, metrics, time.monotonic() - started)
+    finally:
+        server.stop()
+        runtime.stop()
+
+
+def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+    run = final["run"]
+    run_id = run["run_id"]
+    tickets = {key: n for key, n in runtime.github.issues_by_key().items() if key.startswith(run_id)}
+    notifications = {key: n for key, n in runtime.notifications_by_key().items() if key and key.startswith(run_id)}
+    handoff = metrics["time_to_handoff_s"]
+    return {
+        "run_id": run_id,
+        "status": run["status"],
+        "stages": {name: record["status"] for name, record in final["stages"].items()},
+        "artifacts": sorted({artifact["name"] for artifact in final["artifacts"]}),
+        "elapsed_s": round(elapsed_s, 2),
+        "interruptions": runtime.crashes.interruptions(run_id),
+        "resumes": run["resumes"],
+        "stale_plans_rejected": sum(1 for d in final["decisions"] if d["kind"] == "stale_plan_rejected"),
+        "tickets_at_receiver": sum(tickets.values()),
+        "notifications_at_receiver": sum(notifications.values()),
+        # Counted at the receivers (the tracker and the subscribed queue), not from our records.
+        "duplicated_side_effects": sum(n - 1 for n in [*tickets.values(), *notifications.values()] if n > 1),
+        "duplicates_suppressed": metrics["duplicates_suppressed"],
+        "recovery_rate": metrics["recovery_rate"],
+        "time_to_handoff_s": handoff["avg"] if handoff else None,
+        "metrics": {key: metrics[key] for key in ("runs_started", "runs_resumed", "runs_recovered",
+                                                  "duplicated_side_effects", "stale_plans_rejected")},
+    }
+
+
+def main(args: argparse.Namespace) -> int:
+    workdir = Path(tempfile.mkdtemp(prefix="agentledger-demo-"))
+    try:
+        summary = run_demo(workdir, args.port)
+    finally:
+        if args.keep:
+            print(f"agentledger demo: kept {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps(summary), flush=True)
+    return 0 if summary["status"] == "complete" and summary["duplicated_side_effects"] == 0 else 1

@@ -1,0 +1,32 @@
+"""`agentledger demo` as `make demo` runs it: every failure the workflow exists for, ending in
+one JSON summary line."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.e2e.conftest import CLI_COMMAND, CLI_ENVIRONMENT, PROJECT_ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+
+
+def test_demo_recovers_from_every_injected_failure_and_summarizes_in_json():
+    finished = subprocess.run([*CLI_COMMAND, "demo"], cwd=PROJECT_ROOT, env=CLI_ENVIRONMENT,
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    summary = json.loads(finished.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "complete"
+    assert set(summary["stages"].values()) == {"complete"}
+    assert {"plan.json", "changes.diff", "test-output.txt", "summary.json"} <= set(summary["artifacts"])
+    assert summary["interruptions"] == 2 and summary["resumes"] == 1
+    assert summary["stale_plans_rejected"] == 1
+    assert summary["tickets_at_receiver"] == 1
+    assert summary["duplicated_side_effects"] == 0
+    assert summary["duplicates_suppressed"] >= 1
+    assert summary["recovery_rate"] == 1.0
+    assert summary["time_to_handoff_s"] is not None and summary["time_to_handoff_s"] >= 0
+    assert summary["metrics"]["stale_plans_rejected"] == 1
+    assert "refused with HTTP 409" in finished.stdout and "textkit/slug.py" in finished.stdout
+    assert "Complete: inspect, plan, execute, verify" in finished.stdout
