@@ -180,7 +180,10 @@ class RunService:
             run = self.ledger.write(run, records=records, reason=f"review: {body.decision}")
         except ConcurrentModificationError as error:
             raise ReviewRejectedError(f"run {run_id} changed while the review was applied; fetch it and try again") from error
-        self.metrics.seconds(metric_names.REVIEW_WAIT, _seconds_since(review.requested_at, decided.decided_at))
+        waited = _seconds_since(review.requested_at, decided.decided_at)
+        self.metrics.seconds(metric_names.REVIEW_WAIT, waited)
+        if body.decision == "approve":
+            self.metrics.seconds(metric_names.STAGE_DURATION, waited, stage=Stage.AWAIT_REVIEW.value)
         delivered = self.executions.succeed_task(review.task_token,
                                                  {"decision": body.decision, "plan_digest": body.plan_digest})
         # Not delivered: the waiting task is gone (its attempt failed or timed out). The decision

@@ -125,8 +125,7 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
         "duplicates_suppressed": metrics["duplicates_suppressed"],
         "recovery_rate": metrics["recovery_rate"],
         "time_to_handoff_s": handoff["avg"] if handoff else None,
-        "metrics": {key: metrics[key] for key in ("runs_started", "runs_resumed", "runs_recovered",
-                                                  "duplicated_side_effects", "stale_plans_rejected")},
+        "metrics": metrics,
     }
 
 

@@ -1,5 +1,6 @@
 """`agentledger demo` as `make demo` runs it: every failure the workflow exists for, ending in
-one JSON summary line."""
+one JSON summary line. Its run is also the metrics scenario: a resume, a stale plan and a
+suppressed duplicate, asserted on the metrics the handlers emitted."""
 from __future__ import annotations
 
 import json
@@ -27,6 +28,12 @@ def test_demo_recovers_from_every_injected_failure_and_summarizes_in_json():
     assert summary["duplicates_suppressed"] >= 1
     assert summary["recovery_rate"] == 1.0
     assert summary["time_to_handoff_s"] is not None and summary["time_to_handoff_s"] >= 0
-    assert summary["metrics"]["stale_plans_rejected"] == 1
+    emitted = summary["metrics"]  # what the handlers emitted as EMF, read back from their log groups
+    assert (emitted["runs_started"], emitted["runs_resumed"], emitted["runs_recovered"]) == (1, 1, 1)
+    assert emitted["stale_plans_rejected"] == 1
+    assert emitted["duplicates_suppressed"] == 1 and emitted["duplicated_side_effects"] == 0
+    assert emitted["runs_handed_off"] == 1 and emitted["time_to_handoff_s"]["count"] == 1
+    assert emitted["review_wait_s"]["count"] == 1
+    assert set(emitted["stage_duration_s"]) == {"inspect", "plan", "execute", "verify", "await_review", "complete"}
     assert "refused with HTTP 409" in finished.stdout and "textkit/slug.py" in finished.stdout
     assert "Complete: inspect, plan, execute, verify" in finished.stdout

@@ -224,3 +224,23 @@ def test_serve_on_a_busy_port_fails_at_once_with_one_line() -> None:
         result = run_cli("serve", "--port", str(port))
 
     assert_one_line_error(result, f"cannot listen on 127.0.0.1:{port}")
+
+
+def test_metrics_report_what_the_handlers_emitted_for_the_runs_made_here(cli: Cli, api_url: str,
+                                                                         repository: Path) -> None:
+    crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json()
+    run_id = crashed["run"]["run_id"]
+    cli("resume", run_id, "--wait")
+    cli("review", run_id, "--approve")
+    wait_for_status(api_url, run_id, "complete")
+
+    figures = cli("metrics").json()
+    runs = cli("runs", "--all").json()["runs"]
+    assert figures["runs_started"] == len(runs)
+    assert figures["runs_resumed"] == sum(run["resumes"] for run in runs)
+    assert figures["runs_recovered"] == sum(1 for run in runs if run["resumes"] and run["status"] == "complete")
+    assert figures["recovery_rate"] == round(figures["runs_recovered"] / figures["runs_resumed"], 3)
+    assert figures["runs_handed_off"] >= 1 and figures["time_to_handoff_s"]["count"] == figures["runs_handed_off"]
+    assert figures["duplicated_side_effects"] == 0
+    human = run_cli("--api", api_url, "metrics")
+    assert human.exit_code == 0 and "recovery rate" in human.stdout
