@@ -14,6 +14,9 @@ export AWS_DEFAULT_REGION ?= us-east-1
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "agentledger needs Python 3.11 or newer (set PYTHON=...)")'
+	@command -v node >/dev/null || { echo "agentledger needs Node.js 18 or newer (the CDK runs on it)"; exit 1; }
+	@echo "installing into $(VENV) (first time: a few minutes)..."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -21,7 +24,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: install
-	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests
 
 synth: install
 	$(VENV)/cdk/node_modules/.bin/cdk synth --quiet
