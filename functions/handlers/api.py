@@ -34,7 +34,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from .wiring import logger, metrics, service, tracer
+from .wiring import lambda_handler, logger, service
 
 RUN_ID = r"^run-[a-f0-9]{20}$"
 IDEMPOTENCY_WINDOW_S = 24 * 3600
@@ -149,8 +149,6 @@ def openapi() -> Response[str]:
                     body=app.get_openapi_json_schema())
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

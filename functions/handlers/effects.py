@@ -3,17 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from .events import EffectEvent
-from .wiring import effects, logger, metrics, tracer
+from .wiring import effects, lambda_handler, logger
 
 
-@logger.inject_lambda_context(correlation_id_path="run_id", clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-@event_parser(model=EffectEvent)
+@lambda_handler(EffectEvent)
 def deliver(event: EffectEvent, context: LambdaContext) -> dict[str, Any]:
     outcome = effects().deliver(event.run_id, event.execution, event.effect, context)
     logger.info("effect delivered", extra={"outcome": outcome})

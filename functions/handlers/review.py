@@ -4,17 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from agentledger.models import Stage
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from .events import StageEvent
-from .wiring import effects, logger, metrics, tracer, workflow
+from .wiring import effects, lambda_handler, logger, workflow
 
 
-@logger.inject_lambda_context(correlation_id_path="run_id", clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-@event_parser(model=StageEvent)
+@lambda_handler(StageEvent)
 def request(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
     """Register the review (its task token binds it to this plan), then tell the reviewers."""
     outcome = workflow().run_stage(Stage.AWAIT_REVIEW, event.run_id, event.execution, event.task_token)
@@ -23,9 +19,7 @@ def request(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
     return outcome
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler(correlation_id_path=None)
 def keep_alive(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Scheduled: heartbeat every review that still stands, and fail the task of any whose
     plan went stale so the run replans instead of waiting for an approval it must refuse."""

@@ -5,20 +5,16 @@ from collections.abc import Callable
 from typing import Any
 
 from agentledger.models import Stage
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from .events import StageEvent
-from .wiring import logger, metrics, tracer, workflow
+from .wiring import lambda_handler, logger, workflow
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
 def stage_handler(stage: Stage) -> Handler:
-    @logger.inject_lambda_context(correlation_id_path="run_id", clear_state=True)
-    @tracer.capture_lambda_handler
-    @metrics.log_metrics
-    @event_parser(model=StageEvent)
+    @lambda_handler(StageEvent)
     def handle(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
         logger.append_keys(stage=stage.value, execution=event.execution)
         outcome = workflow().run_stage(stage, event.run_id, event.execution, event.task_token)

@@ -2,7 +2,9 @@
 per container (and once per configuration, so the local runtime can host several stacks)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import boto3
 from agentledger import metric_names
@@ -20,11 +22,14 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.parser import event_parser
+from pydantic import BaseModel
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 TOKEN_CACHE_SECONDS = 300
+Handler = Callable[..., Any]
 
 
 class PowertoolsMetricSink:
@@ -43,6 +48,19 @@ class PowertoolsMetricSink:
 
 
 sink = PowertoolsMetricSink()
+
+
+def lambda_handler(model: type[BaseModel] | None = None,
+                   correlation_id_path: str | None = "run_id") -> Callable[[Handler], Handler]:
+    """The one order of Powertools decorators every handler gets: logs correlated by run id,
+    a trace segment, metrics flushed as EMF, and the event parsed into `model`."""
+    def decorate(function: Handler) -> Handler:
+        handler = event_parser(model=model)(function) if model is not None else function
+        handler = metrics.log_metrics(handler)
+        handler = tracer.capture_lambda_handler(handler)
+        return logger.inject_lambda_context(correlation_id_path=correlation_id_path, clear_state=True)(handler)
+
+    return decorate
 
 
 @lru_cache(maxsize=8)
