@@ -117,3 +117,21 @@ def test_ten_concurrent_duplicate_invocations_write_once(driver, runtime, sample
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
     outcomes = {payload.get("status") or payload.get("errorType") for payload, _ in results}
     assert outcomes <= {"confirmed", "EffectInProgressError"}
+
+
+def test_a_write_that_is_never_confirmed_is_handed_to_a_person_not_resent(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    writes_before = runtime.github.writes_received
+    runtime.github.inject("slow", delay_s=60)  # longer than every bounded re-check together
+    assert driver.review(run_id).status == 200
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "FAILED"
+
+    stopped = driver.view(run_id)
+    assert stopped["run"]["status"] == "needs_person"
+    details = stopped["handoff"]["details"]
+    assert details["response"]["error"] == "EffectUnconfirmedError"
+    ticket = next(e for e in details["partial_effect"]["external_effects"] if e["kind"] == "ticket")
+    assert ticket["status"] == "unconfirmed" and ticket["attempts"] == 1
+    assert _effects(driver, run_id)["ticket"]["rechecks"] >= 3
+    assert runtime.github.writes_received - writes_before == 1  # re-checked, never written again
