@@ -24,7 +24,10 @@ SERVER_STOP_TIMEOUT_S = 15
 CLI_TIMEOUT_S = 120
 CONSOLE_SCRIPT = Path(sys.executable).parent / "agentledger"
 CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executable, "-m", "infra.local.cli"]
-CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+# jsii silences its end-of-life banner only when this names the running Node major version.
+NODE_MAJOR = subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR}
 
 CALCULATOR = '''\
 """A calculator."""

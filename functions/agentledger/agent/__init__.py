@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentledger.agent.executor import Execution, apply_files, write_tests
@@ -18,6 +19,7 @@ from agentledger.agent.inventory import (
     inspect_repository,
 )
 from agentledger.agent.planner import (
+    GENERATED_TESTS_DIR,
     DocstringExamplePlanner,
     Example,
     Plan,
@@ -90,6 +92,11 @@ class ReferenceAgent:
         return write_tests(plan, snapshot, workspace)
 
     def verify(self, workspace: str | os.PathLike[str], timeout_s: float) -> Verification:
+        if not any((Path(workspace) / GENERATED_TESTS_DIR).glob("test_*.py")):
+            # Nothing was planned: there is nothing to verify (and unittest on Python 3.12+
+            # exits 5 when it finds no test, which would read as a failure).
+            return Verification(command=self.test_command, exit_code=0, duration_s=0.0, timed_out=False,
+                                passed=True, output="no tests were generated for this plan; nothing to run\n")
         return run_tests(workspace, self.test_command, timeout_s)
 
 

@@ -95,3 +95,13 @@ def test_the_reference_agent_runs_a_plugged_in_planner(tmp_path):
     verification = agent.verify(tmp_path / "ws", timeout_s=60)
     assert verification.passed, verification.output
     assert "Ran 1 test" in verification.output
+
+
+def test_a_plan_with_nothing_to_test_verifies_as_passed_without_running_anything(tmp_path) -> None:
+    from agentledger.agent import ReferenceAgent
+
+    (tmp_path / "agentledger_tests").mkdir()
+    (tmp_path / "agentledger_tests" / "__init__.py").write_text("")
+    result = ReferenceAgent(test_command=["false"]).verify(tmp_path, timeout_s=5)
+    assert result.passed and result.exit_code == 0
+    assert "nothing to run" in result.output
