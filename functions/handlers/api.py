@@ -55,6 +55,11 @@ def _invalid(error: RequestValidationError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.UNPROCESSABLE_ENTITY, "; ".join(problems))
 
 
+@app.not_found
+def _no_route(error: NotFoundError) -> Response[dict[str, Any]]:
+    return _error(HTTPStatus.NOT_FOUND, "no such route; see GET /openapi.json for the routes this API serves")
+
+
 @app.exception_handler(Exception)
 def _unexpected(error: Exception) -> Response[dict[str, Any]]:
     logger.exception("unhandled error")

@@ -46,29 +46,6 @@ class LocalLambdaContext:
         return max(0, int((self.timeout_s - (time.monotonic() - self._started)) * 1000))
 
 
-@dataclass
-class InvocationRecord:
-    function_name: str
-    handler: str
-    errored: bool
-    error_type: str | None
-    duration_s: float
-    output: list[str]
-
-
-class InvocationLog:
-    """What ran: the local runtime's own record of invocations, for the CLI and the tests."""
-
-    def __init__(self) -> None:
-        self.records: list[InvocationRecord] = []
-
-    def add(self, record: InvocationRecord) -> None:
-        self.records.append(record)
-
-
-invocations = InvocationLog()
-
-
 @lru_cache(maxsize=64)
 def _asset_modules(code_sha: str, code_bytes: bytes) -> frozenset[str]:
     with zipfile.ZipFile(io.BytesIO(code_bytes)) as archive:
@@ -149,8 +126,6 @@ def invoke(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
         error_type = "Sandbox.Timedout"
         result = _error_payload(error_type, f"Task timed out after {context.timeout_s:.2f} seconds", context.aws_request_id)
     lines = [line for line in stdout.getvalue().splitlines() if line.strip()]
-    invocations.add(InvocationRecord(function.function_name, function.handler or "", error_type is not None,
-                                     error_type, elapsed, lines))
     _ship_logs(function, context, lines)
     return result, error_type is not None, ""
 

@@ -13,6 +13,8 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from agentledger.executions import execution_arn
+
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes
 from .deploy import DeployedStack, deploy
 from .faults import CrashSwitchboard
@@ -187,8 +189,6 @@ class LocalRuntime:
 
     # -- executions ------------------------------------------------------------------------
     def execution_status(self, name: str) -> str | None:
-        from agentledger.executions import execution_arn  # noqa: PLC0415 — library import, no cycle
-
         try:
             return self.client("stepfunctions").describe_execution(
                 executionArn=execution_arn(self.state_machine_arn, name))["status"]
@@ -207,8 +207,6 @@ class LocalRuntime:
         raise TimeoutError(f"execution {name} still running after {timeout_s}s; last events:\n" + "\n".join(recent))
 
     def execution_history(self, name: str) -> list[dict[str, Any]]:
-        from agentledger.executions import execution_arn  # noqa: PLC0415
-
         sfn = self.client("stepfunctions")
         events: list[dict[str, Any]] = []
         for page in sfn.get_paginator("get_execution_history").paginate(

@@ -6,7 +6,6 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from infra.local.deploy import STACK_NAME
@@ -40,7 +39,6 @@ def main(mistake: str) -> None:
                           "handoff": view["handoff"]}))
     finally:
         runtime.stop()
-    time.sleep(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,32 @@
+"""Bad input gets a 4xx whose message says what is wrong, never a stack trace."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.integration
+UNKNOWN = "/runs/run-00000000000000000000"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "query", "status", "fragment"), [
+    ("GET", "/runs", None, {"status": "bogus"}, 422, "query.status"),
+    ("GET", "/runs", None, {"limit": "0"}, 422, "greater than or equal to 1"),
+    ("GET", "/runs", None, {"cursor": "garbage!!"}, 400, "cursor is not one this API returned"),
+    ("GET", "/runs/not-a-run", None, None, 422, "path.run_id"),
+    ("POST", f"{UNKNOWN}/resume", None, None, 404, "no run with id"),
+    ("POST", f"{UNKNOWN}/review", {"decision": "approve", "plan_digest": "x"}, None, 404, "no run with id"),
+    ("POST", f"{UNKNOWN}/review", {"decision": "maybe", "plan_digest": "x"}, None, 422, "body.decision"),
+    ("POST", "/runs", {"repository": "/nonexistent", "request": "x"}, None, 422, "is not a directory"),
+    ("POST", "/runs", {"repository": "/tmp", "request": "x", "environment": "bad env"}, None, 422,
+     "body.environment"),
+    ("POST", "/no-such-route", None, None, 404, "no such route"),
+])
+def test_bad_requests_are_refused_with_a_message(runtime, method, path, body, query, status, fragment):
+    response = runtime.call_api(method, path, body=body, query=query)
+    assert response.status == status, response.body
+    assert fragment in response.json()["message"]
+    assert "Traceback" not in response.body
+
+
+def test_a_body_that_is_not_json_is_refused(runtime):
+    response = runtime.call_api("POST", "/runs", raw_body="{not json")
+    assert response.status == 422 and "JSON" in response.json()["message"]
