@@ -137,12 +137,6 @@ class LocalRuntime:
             self._mock.stop()
             self._mock = None
 
-    def __enter__(self) -> LocalRuntime:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def _wait_for_executions_to_settle(self) -> None:
         """Stop executions still waiting (for a review), so moto's worker threads end with the mock."""
         sfn = self.client("stepfunctions")
