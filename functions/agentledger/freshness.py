@@ -56,3 +56,9 @@ def require_fresh_upstream(store: LedgerStore, ledger: Ledger, snapshot: SourceS
     assessment = assess(ledger, snapshot, max_replans)
     invalidate(store, ledger, assessment, execution, metrics)
     raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({assessment.reason})")
+
+
+def review_still_holds(ledger: Ledger, snapshot: SourceSnapshot) -> bool:
+    """Everything the pending review looks at (inspect through verify) is complete and valid."""
+    statuses = evaluate_evidence(ledger, snapshot)
+    return all(is_stage_valid(ledger, stage, statuses) for stage in WORK_STAGES[: WORK_STAGES.index(Stage.AWAIT_REVIEW)])

@@ -17,10 +17,9 @@ from .errors import (
 )
 from .executions import ExecutionControl
 from .fingerprints import digest, sha256_bytes
-from .freshness import invalidate
+from .freshness import invalidate, review_still_holds
 from .ledger import LedgerStore, new_decision
 from .models import (
-    WORK_STAGES,
     Assessment,
     Evidence,
     Ledger,
@@ -30,7 +29,7 @@ from .models import (
     StageStatus,
     utc_now,
 )
-from .restart import EVIDENCE_OF, assess, evaluate_evidence, is_stage_valid
+from .restart import EVIDENCE_OF, assess, evaluate_evidence
 from .sources import SourceResolver
 from .telemetry import MetricSink, NullSink
 
@@ -153,9 +152,7 @@ class RunService:
             raise ReviewRejectedError(
                 f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
         snapshot = self.sources.snapshot(run.repository)
-        statuses = evaluate_evidence(ledger, snapshot)
-        reviewed_stages = WORK_STAGES[: WORK_STAGES.index(Stage.AWAIT_REVIEW)]
-        if any(not is_stage_valid(ledger, stage, statuses) for stage in reviewed_stages):
+        if not review_still_holds(ledger, snapshot):
             self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans))
         decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(), "comment": body.comment})
         decision = new_decision("review", f"reviewer chose {body.decision}", body.model_dump())

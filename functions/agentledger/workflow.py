@@ -19,7 +19,7 @@ from .config import Settings
 from .errors import StaleContextError, SupersededExecutionError, VerificationFailedError
 from .executions import ExecutionControl
 from .fingerprints import digest, sha256_bytes
-from .freshness import invalidate, require_fresh_upstream
+from .freshness import invalidate, require_fresh_upstream, review_still_holds
 from .ledger import LedgerStore, new_decision
 from .models import (
     WORK_STAGES,
@@ -303,8 +303,9 @@ class Workflow:
             # The API recorded the decision but did not get to answer the task (it crashed).
             self.executions.succeed_task(review.task_token, _review_output(ledger))
             return "approvals_redelivered"
-        assessment = assess(ledger, self.sources.snapshot(ledger.run.repository), self.settings.max_replans)
-        if assessment.invalidated:
+        snapshot = self.sources.snapshot(ledger.run.repository)
+        if not review_still_holds(ledger, snapshot):
+            assessment = assess(ledger, snapshot, self.settings.max_replans)
             invalidate(self.ledger, ledger, assessment, review.execution, self.metrics)
             self.executions.fail_task(review.task_token, "StaleContextError", assessment.reason)
             return "stale_failed"

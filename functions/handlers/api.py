@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler import (
     Response,
     content_types,
 )
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
