@@ -37,7 +37,7 @@ serve: install
 	$(BIN)/agentledger serve
 
 bench: install
-	$(BIN)/python -m infra.local.bench
+	$(BIN)/python -m tests.bench
 
 clean:
 	rm -rf cdk.out .pytest_cache

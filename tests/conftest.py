@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from infra.local.runtime import LocalRuntime
-from infra.local.sample_repo import write_sample_repository
+from tests.samples import write_sample_repository
 from tests import counting_agent
 from tests.stack_driver import Driver
 

@@ -3,57 +3,17 @@ the API and passed between stages is validated in one place."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .states import WORK_STAGES, EffectStatus, RunState, RunStatus, Stage, StageStatus
+
+__all__ = ["WORK_STAGES", "EffectStatus", "RunState", "RunStatus", "Stage", "StageStatus"]
+
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-class Stage(StrEnum):
-    INSPECT = "inspect"
-    PLAN = "plan"
-    EXECUTE = "execute"
-    VERIFY = "verify"
-    AWAIT_REVIEW = "await_review"
-    COMPLETE = "complete"
-
-
-WORK_STAGES: tuple[Stage, ...] = tuple(Stage)
-
-
-class RunState(StrEnum):
-    """Where a run is: a stage, or one of the states around the stages."""
-
-    CREATED = "created"
-    INSPECT = "inspect"
-    PLAN = "plan"
-    EXECUTE = "execute"
-    VERIFY = "verify"
-    AWAIT_REVIEW = "await_review"
-    COMPLETE = "complete"
-    FAILED = "failed"
-    NEEDS_PERSON = "needs_person"
-    CANCELLED = "cancelled"
-
-
-class RunStatus(StrEnum):
-    RUNNING = "running"
-    AWAITING_REVIEW = "awaiting_review"
-    COMPLETE = "complete"
-    NEEDS_PERSON = "needs_person"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class StageStatus(StrEnum):
-    RUNNING = "running"
-    COMPLETE = "complete"
-    FAILED = "failed"
-    INVALIDATED = "invalidated"
 
 
 class Record(BaseModel):
@@ -142,14 +102,6 @@ class Review(Record):
     decision: str | None = None
     decided_at: str | None = None
     comment: str | None = None
-
-
-class EffectStatus(StrEnum):
-    INTENDED = "intended"
-    ATTEMPTED = "attempted"
-    CONFIRMED = "confirmed"
-    UNCONFIRMED = "unconfirmed"  # sent, but no answer: re-check, never blindly resend
-    FAILED = "failed"  # the receiver answered with an error: look, then it is safe to send again
 
 
 class Effect(Record):

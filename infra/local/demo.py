@@ -13,18 +13,22 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from . import render
-from .cli import follow_run
-from .client import ApiClient, ApiError
+from infra import PROJECT_ROOT
+from infra.cli import render
+from infra.cli.client import ApiClient, ApiError
+from infra.cli.main import follow_run
+
 from .metrics import emitted_metrics, summarize
 from .metrics import render as render_metrics
 from .runtime import LocalRuntime
-from .sample_repo import edit_sample_repository, write_sample_repository
 from .server import CRASH_HEADER, LocalApiServer
 
 INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
 LOST_TICKET_RESPONSE = "complete:after_accept"  # the tracker holds the ticket, the answer is lost
 FOLLOW_TIMEOUT_S = 180.0
+# The demo works on a copy of the sample repository the tests use; it edits the file its plan read.
+SAMPLE_REPOSITORY = PROJECT_ROOT / "tests" / "samples" / "textkit"
+EDITED_FILE = "textkit/slug.py"
 
 
 def _step(text: str) -> None:
@@ -59,7 +63,7 @@ def _approve(client: ApiClient, document: dict[str, Any]) -> dict[str, Any]:
 
 def run_demo(workdir: Path, port: int) -> dict[str, Any]:
     started = time.monotonic()
-    repository = write_sample_repository(workdir / "textkit")
+    repository = Path(shutil.copytree(SAMPLE_REPOSITORY, workdir / "textkit"))
     print(f"agentledger demo: sample repository at {repository}", flush=True)
     print("agentledger demo: starting the local stack (moto + the synthesized CDK app)...", flush=True)
     runtime = LocalRuntime(workspace_root=workdir / "workspaces").start()
@@ -81,7 +85,8 @@ def run_demo(workdir: Path, port: int) -> dict[str, Any]:
         waiting = _follow(client, run_id)
 
         _step("3. a colleague edits textkit/slug.py while the run awaits review; approving the old plan")
-        edit_sample_repository(repository)
+        edited = repository / EDITED_FILE
+        edited.write_text(edited.read_text().replace("Lower-case words joined", "Lower-case words, joined"))
         try:
             _approve(client, waiting)
         except ApiError as refused:

@@ -90,7 +90,7 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .client import ApiClient  # noqa: PLC0415 — the CLI's client, only needed here
+    from infra.cli.client import ApiClient  # noqa: PLC0415 — the CLI's client, only needed here
 
     summary = ApiClient(args.api).get("/_local/metrics")
     print(json.dumps(summary) if args.json else render(summary))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from infra.local.deploy import STACK_NAME
 from infra.local.runtime import LocalRuntime
-from infra.local.sample_repo import write_sample_repository
+from tests.samples import write_sample_repository
 from infra.local.synth import synthesize
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from infra.local.sample_repo import EDITED_FILE, edit_sample_repository
+from tests.samples import EDITED_FILE, edit_sample_repository
 
 pytestmark = pytest.mark.reliability
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infra.local import render
+from infra.cli import render
 from infra.local.faults import CRASH_POINTS
 
 pytestmark = pytest.mark.unit

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from agentledger.service import run_id_for
 
-from .runtime import LocalRuntime
-from .sample_repo import edit_sample_repository, write_sample_repository
+from infra.local.runtime import LocalRuntime
+from tests.samples import edit_sample_repository, write_sample_repository
 
 SLOW_MODULE = '''"""Something slow to test."""
 import time

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentledger.models import RunStatus
+from agentledger.states import RunStatus
 
 from . import render
 from .client import ApiClient, ApiError, ApiUnreachable
-from .faults import CRASH_POINTS, parse_crash
+from infra.local.faults import CRASH_POINTS, parse_crash
 
 DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
@@ -98,8 +98,8 @@ def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
 # -- commands ----------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     # The runtime pulls in moto, boto3 and the CDK assembly: only `serve` pays for that import.
-    from .runtime import LocalRuntime  # noqa: PLC0415
-    from .server import LocalApiServer  # noqa: PLC0415
+    from infra.local.runtime import LocalRuntime  # noqa: PLC0415
+    from infra.local.server import LocalApiServer  # noqa: PLC0415
 
     runtime = LocalRuntime()
     try:
@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             parse_crash(args.crash)
         except ValueError as error:
             raise CliError(str(error)) from None
-        from .server import CRASH_HEADER  # noqa: PLC0415 — the local server's header, imported only when used
+        from infra.local.server import CRASH_HEADER  # noqa: PLC0415 — the local server's header, imported only when used
 
         headers[CRASH_HEADER] = args.crash
     client = _client(args)
@@ -217,13 +217,13 @@ def cmd_crash_points(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from . import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
+    from infra.local import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
 
     return demo.main(args)
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from . import metrics  # noqa: PLC0415
+    from infra.local import metrics  # noqa: PLC0415
 
     return metrics.main(args)
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from agentledger.models import Stage
+from agentledger.states import Stage
 
 STAGE_ORDER: tuple[str, ...] = tuple(stage.value for stage in Stage)
 STAGE_GLYPHS = {"complete": "✓", "running": "▸", "failed": "✗", "invalidated": "↺"}

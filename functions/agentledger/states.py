@@ -1,0 +1,101 @@
+"""The closed sets of names a run moves through. Plain enums with no other import, so the CLI
+and the stack can name stages and statuses without loading pydantic or the AWS SDK."""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Stage(StrEnum):
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+
+
+WORK_STAGES: tuple[Stage, ...] = tuple(Stage)
+
+
+class RunState(StrEnum):
+    """Where a run is: a stage, or one of the states around the stages."""
+
+    CREATED = "created"
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    NEEDS_PERSON = "needs_person"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    AWAITING_REVIEW = "awaiting_review"
+    COMPLETE = "complete"
+    NEEDS_PERSON = "needs_person"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class StageStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INVALIDATED = "invalidated"
+
+
+class EffectStatus(StrEnum):
+    INTENDED = "intended"
+    ATTEMPTED = "attempted"
+    CONFIRMED = "confirmed"
+    UNCONFIRMED = "unconfirmed"  # sent, but no answer: re-check, never blindly resend
+    FAILED = "failed"  # the receiver answered with an error: look, then it is safe to send again
+
+
+class EvidenceState(StrEnum):
+    VALID = "valid"
+    STALE = "stale"
+    MISSING = "missing"
+    UNKNOWN = "unknown"  # the source could not be read to check it
+
+
+class DecisionKind(StrEnum):
+    CREATED = "created"
+    ASSESSMENT = "assessment"
+    RECOVERY = "recovery"
+    HANDOFF = "handoff"
+    REVIEW = "review"
+    RESUME = "resume"
+    STALE_PLAN_REJECTED = "stale_plan_rejected"
+    STALE_CONTEXT = "stale_context"
+    SUPERSEDED = "superseded"
+    EFFECT_SKIPPED = "effect_skipped"
+
+
+class Verdict(StrEnum):
+    """A review's decision."""
+
+    APPROVE = "approve"
+    REQUEST_CHANGES = "request_changes"
+
+
+class FailureKind(StrEnum):
+    """What the restart policy makes of a failure."""
+
+    RETRYABLE = "retryable"
+    STALE_CONTEXT = "stale_context"
+    NEEDS_PERSON = "needs_person"
+    SUPERSEDED = "superseded"
+
+
+class RecoveryAction(StrEnum):
+    """What the state machine does after a classified failure (its Choice matches these)."""
+
+    REPLAN = "replan"
+    HANDOFF = "handoff"
+    ABANDON = "abandon"
+    DONE = "done"

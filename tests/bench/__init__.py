@@ -1,0 +1,1 @@
+"""`make bench`: what a restart costs against starting over."""

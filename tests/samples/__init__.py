@@ -1,0 +1,22 @@
+"""Sample repositories handed to the agent by the tests, the demo and the benchmark: real files,
+copied into a scratch directory for each use so a test can edit its copy."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+SAMPLES_DIR = Path(__file__).resolve().parent
+TEXTKIT = SAMPLES_DIR / "textkit"
+EDITED_FILE = "textkit/slug.py"
+
+
+def write_sample_repository(root: Path) -> Path:
+    shutil.copytree(TEXTKIT, root, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    return root
+
+
+def edit_sample_repository(root: Path) -> str:
+    """A change a colleague might push while the run waits: the plan read this file."""
+    path = root / EDITED_FILE
+    path.write_text(path.read_text().replace("Lower-case words joined by dashes.", "Lower-case words, joined by dashes."))
+    return EDITED_FILE
