@@ -4,8 +4,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
-
 from .errors import ArtifactIntegrityError
 from .fingerprints import sha256_bytes
 from .models import ArtifactRef, Stage
@@ -18,9 +16,9 @@ def run_prefix(run_id: str) -> str:
 
 
 class ArtifactStore:
-    def __init__(self, bucket: str, s3_client: Any | None = None) -> None:
+    def __init__(self, bucket: str, s3_client: Any) -> None:
         self.bucket = bucket
-        self._s3 = s3_client or boto3.client("s3")
+        self._s3 = s3_client
 
     def location(self, run_id: str) -> str:
         return f"s3://{self.bucket}/{run_prefix(run_id)}"

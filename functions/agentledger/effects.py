@@ -24,7 +24,6 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import (
 )
 
 from . import faults, metric_names
-from .artifacts import ArtifactStore
 from .config import Settings
 from .errors import (
     EffectFailedError,
@@ -34,8 +33,9 @@ from .errors import (
 )
 from .fingerprints import digest
 from .freshness import require_fresh_upstream
-from .ledger import LedgerStore, new_decision
+from .ledger import new_decision
 from .models import Effect, EffectStatus, Ledger, Stage, utc_now
+from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
 from .receivers import (
     Confirmation,
     Receiver,
@@ -44,8 +44,8 @@ from .receivers import (
     ReceiverRejectedError,
     ReceiverUnavailableError,
 )
-from .sources import SourceResolver
-from .telemetry import MetricSink, NullSink
+from .restart import evaluate_evidence
+from .states import DecisionKind
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
 EFFECT_CRASH_POINTS: tuple[str, ...] = ("before_call", "after_accept", "after_record")
@@ -70,27 +70,26 @@ def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
 
 
 class EffectRunner:
-    def __init__(self, settings: Settings, ledger: LedgerStore, artifacts: ArtifactStore, sources: SourceResolver,
-                 receivers: dict[str, Receiver], persistence: BasePersistenceLayer,
-                 metrics: MetricSink | None = None) -> None:
+    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
+                 receivers: dict[str, Receiver], persistence: BasePersistenceLayer, metrics: MetricSink) -> None:
         self.settings = settings
         self.ledger = ledger
         self.artifacts = artifacts
         self.sources = sources
         self.receivers = receivers
         self.persistence = persistence
-        self.metrics = metrics or NullSink()
+        self.metrics = metrics
 
     def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None) -> dict[str, Any]:
         spec = EFFECTS[name]
         ledger = self.ledger.load(run_id)
         snapshot = self.sources.snapshot(ledger.run.repository)
-        require_fresh_upstream(self.ledger, ledger, snapshot, spec.stage, execution, self.settings.max_replans,
-                               self.metrics)
+        require_fresh_upstream(self.ledger, ledger, snapshot, evaluate_evidence(ledger, snapshot), spec.stage,
+                               execution, self.settings.max_replans, self.metrics)
         receiver = self.receivers.get(spec.receiver)
         if receiver is None:
             reason = f"no {spec.receiver} receiver is configured; {name} skipped"
-            self.ledger.append(run_id, new_decision("effect_skipped", reason, {"effect": name}, execution))
+            self.ledger.append(run_id, new_decision(DecisionKind.EFFECT_SKIPPED, reason, {"effect": name}, execution))
             return {"run_id": run_id, "effect": name, "status": "skipped", "reason": reason}
         payload = _PAYLOADS[name](ledger, self.artifacts)
         key = effect_key(run_id, name, payload)
@@ -192,13 +191,13 @@ def _outcome(effect: Effect) -> dict[str, Any]:
 
 # -- what each effect says (deterministic: built from the ledger only, so a retry commits to the
 # same content and therefore the same key) --------------------------------------------------------
-def _links(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, str]:
+def _links(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, str]:
     committed = {key for record in ledger.stages.values() for key in record.outputs}
     return {ref.name: f"s3://{artifacts.bucket}/{ref.key}" for ref in ledger.artifacts
             if ref.key in committed and ref.name in ("plan.json", "changes.diff", "test-output.txt", "command.json")}
 
 
-def _review_notification(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
+def _review_notification(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
     return {
         "subject": f"agentledger: run {run.run_id} awaits review",
@@ -210,7 +209,7 @@ def _review_notification(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, 
     }
 
 
-def _ticket(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
+def _ticket(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
     links = _links(ledger, artifacts)
     lines = [
@@ -228,7 +227,7 @@ def _ticket(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
     return {"title": f"agentledger: tests for {name} ({run.run_id})", "body": "\n".join(lines), "labels": []}
 
 
-def _completion_notification(ledger: Ledger, artifacts: ArtifactStore) -> dict[str, Any]:
+def _completion_notification(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
     tickets = [e for e in ledger.effects.values() if e.kind == "ticket" and e.status == EffectStatus.CONFIRMED]
     return {
@@ -240,7 +239,7 @@ def _completion_notification(ledger: Ledger, artifacts: ArtifactStore) -> dict[s
     }
 
 
-_PAYLOADS: dict[str, Callable[[Ledger, ArtifactStore], dict[str, Any]]] = {
+_PAYLOADS: dict[str, Callable[[Ledger, ArtifactPort], dict[str, Any]]] = {
     "review_notification": _review_notification,
     "ticket": _ticket,
     "completion_notification": _completion_notification,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
 
@@ -14,9 +13,9 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
 
 
 class ExecutionControl:
-    def __init__(self, state_machine_arn: str, sfn_client: Any | None = None) -> None:
+    def __init__(self, state_machine_arn: str, sfn_client: Any) -> None:
         self.state_machine_arn = state_machine_arn
-        self._sfn = sfn_client or boto3.client("stepfunctions")
+        self._sfn = sfn_client
 
     def start(self, name: str, run_id: str) -> str:
         """Start the named execution once: a repeated call (a double click, a retried request)

@@ -5,13 +5,15 @@ from __future__ import annotations
 from . import metric_names
 from .agent.source import SourceSnapshot
 from .errors import ConcurrentModificationError, StaleContextError
-from .ledger import LedgerStore, new_decision
+from .evidence import EVIDENCE_OF
+from .ledger import new_decision
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
-from .restart import assess, evaluate_evidence, is_stage_valid
-from .telemetry import MetricSink
+from .ports import LedgerPort, MetricSink
+from .restart import EvidenceStatuses, assess, is_stage_valid
+from .states import DecisionKind, EvidenceState
 
 
-def invalidate(store: LedgerStore, ledger: Ledger, assessment: Assessment, execution: str | None,
+def invalidate(store: LedgerPort, ledger: Ledger, assessment: Assessment, execution: str | None,
                metrics: MetricSink) -> Run:
     """Mark stale stages (and everything after them) invalid, recording what changed. Once a
     stage is invalidated it is no longer complete, so the same staleness is recorded once."""
@@ -21,11 +23,12 @@ def invalidate(store: LedgerStore, ledger: Ledger, assessment: Assessment, execu
         ledger.stages[stage.value].model_copy(update={"status": StageStatus.INVALIDATED})
         for stage in assessment.invalidated
     ]
-    stale = [e.model_dump() for e in assessment.evidence if e.status == "stale"]
-    plan_rejected = Stage.PLAN in assessment.invalidated and any(e["name"] == "plan" for e in stale)
+    stale = [e.model_dump(mode="json") for e in assessment.evidence if e.status == EvidenceState.STALE]
+    plan_rejected = Stage.PLAN in assessment.invalidated and any(e["name"] == EVIDENCE_OF[Stage.PLAN] for e in stale)
     records.append(
         new_decision(
-            "stale_plan_rejected" if plan_rejected else ("stale_context" if stale else "superseded"),
+            DecisionKind.STALE_PLAN_REJECTED if plan_rejected
+            else (DecisionKind.STALE_CONTEXT if stale else DecisionKind.SUPERSEDED),
             f"invalidated {', '.join(assessment.invalidated)}: {assessment.reason}",
             {"invalidated": [s.value for s in assessment.invalidated], "stale_evidence": stale,
              "changed_files": assessment.changed_files, "plan_digest": ledger.run.plan_digest},
@@ -45,20 +48,19 @@ def invalidate(store: LedgerStore, ledger: Ledger, assessment: Assessment, execu
     return run
 
 
-def require_fresh_upstream(store: LedgerStore, ledger: Ledger, snapshot: SourceSnapshot, stage: Stage,
-                           execution: str | None, max_replans: int, metrics: MetricSink) -> None:
-    """Every stage before `stage` must be complete with valid evidence."""
-    statuses = evaluate_evidence(ledger, snapshot)
+def require_fresh_upstream(store: LedgerPort, ledger: Ledger, snapshot: SourceSnapshot, statuses: EvidenceStatuses,
+                           stage: Stage, execution: str | None, max_replans: int, metrics: MetricSink) -> None:
+    """Every stage before `stage` must be complete with valid evidence (`statuses`, evaluated
+    against `snapshot` by the caller)."""
     upstream = WORK_STAGES[: WORK_STAGES.index(stage)]
     missing = [s for s in upstream if not is_stage_valid(ledger, s, statuses)]
     if not missing:
         return
-    assessment = assess(ledger, snapshot, max_replans)
+    assessment = assess(ledger, snapshot, max_replans, statuses)
     invalidate(store, ledger, assessment, execution, metrics)
     raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({assessment.reason})")
 
 
-def review_still_holds(ledger: Ledger, snapshot: SourceSnapshot) -> bool:
+def review_still_holds(ledger: Ledger, statuses: EvidenceStatuses) -> bool:
     """Everything the pending review looks at (inspect through verify) is complete and valid."""
-    statuses = evaluate_evidence(ledger, snapshot)
     return all(is_stage_valid(ledger, stage, statuses) for stage in WORK_STAGES[: WORK_STAGES.index(Stage.AWAIT_REVIEW)])

@@ -7,10 +7,11 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
 from .errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
@@ -65,23 +66,40 @@ def _pk(run_id: str) -> str:
     return f"RUN#{run_id}"
 
 
+@dataclass(frozen=True)
+class RecordKind:
+    """How one kind of record is keyed in the run's item collection and where it goes in a Ledger."""
+
+    model: type[Record]
+    prefix: str
+    key: Callable[[Any], str]
+    place: Callable[[Ledger, Any], None]
+
+
+# The one record <-> key mapping: writing uses `key`, loading uses `prefix` and `place`.
+RECORD_KINDS: tuple[RecordKind, ...] = (
+    RecordKind(StageRecord, "STAGE", lambda r: f"STAGE#{r.stage}",
+               lambda ledger, r: ledger.stages.__setitem__(r.stage.value, r)),
+    RecordKind(Evidence, "EVIDENCE", lambda r: f"EVIDENCE#{r.name}",
+               lambda ledger, r: ledger.evidence.__setitem__(r.name, r)),
+    RecordKind(ArtifactRef, "ARTIFACT", lambda r: f"ARTIFACT#{r.stage}#{r.name}#{r.sha256[:16]}",
+               lambda ledger, r: ledger.artifacts.append(r)),
+    RecordKind(Transition, "TRANSITION", lambda r: f"TRANSITION#{r.version:08d}",
+               lambda ledger, r: ledger.transitions.append(r)),
+    RecordKind(Decision, "DECISION", lambda r: f"DECISION#{r.decision_id}",
+               lambda ledger, r: ledger.decisions.append(r)),
+    RecordKind(Review, REVIEW_SK, lambda r: REVIEW_SK, lambda ledger, r: setattr(ledger, "review", r)),
+    RecordKind(Effect, "EFFECT", lambda r: f"EFFECT#{r.key}", lambda ledger, r: ledger.effects.__setitem__(r.key, r)),
+)
+_KIND_BY_MODEL = {kind.model: kind for kind in RECORD_KINDS}
+_KIND_BY_PREFIX = {kind.prefix: kind for kind in RECORD_KINDS}
+
+
 def _sort_key(record: Record) -> str:
-    match record:
-        case StageRecord():
-            return f"STAGE#{record.stage}"
-        case Evidence():
-            return f"EVIDENCE#{record.name}"
-        case ArtifactRef():
-            return f"ARTIFACT#{record.stage}#{record.name}#{record.sha256[:16]}"
-        case Transition():
-            return f"TRANSITION#{record.version:08d}"
-        case Decision():
-            return f"DECISION#{record.decision_id}"
-        case Review():
-            return REVIEW_SK
-        case Effect():
-            return f"EFFECT#{record.key}"
-    raise TypeError(f"no ledger key for {type(record).__name__}")
+    kind = _KIND_BY_MODEL.get(type(record))
+    if kind is None:
+        raise TypeError(f"no ledger key for {type(record).__name__}")
+    return kind.key(record)
 
 
 def _run_item(run: Run) -> dict[str, Any]:
@@ -107,9 +125,8 @@ def new_decision(kind: str, summary: str, details: dict[str, Any], execution: st
 
 
 class LedgerStore:
-    def __init__(self, table_name: str, dynamodb_resource: Any | None = None) -> None:
-        resource = dynamodb_resource or boto3.resource("dynamodb")
-        self._table = resource.Table(table_name)
+    def __init__(self, table_name: str, dynamodb_resource: Any) -> None:
+        self._table = dynamodb_resource.Table(table_name)
         self._client = self._table.meta.client
         self._table_name = table_name
 
@@ -138,24 +155,9 @@ class LedgerStore:
             raise RunNotFoundError(f"no run with id {run_id!r}")
         ledger = Ledger(run=Run.model_validate(run_items[0]))
         for item in items:
-            kind = item["sk"].split("#", 1)[0]
-            if kind == "STAGE":
-                record = StageRecord.model_validate(item)
-                ledger.stages[record.stage.value] = record
-            elif kind == "EVIDENCE":
-                evidence = Evidence.model_validate(item)
-                ledger.evidence[evidence.name] = evidence
-            elif kind == "ARTIFACT":
-                ledger.artifacts.append(ArtifactRef.model_validate(item))
-            elif kind == "TRANSITION":
-                ledger.transitions.append(Transition.model_validate(item))
-            elif kind == "DECISION":
-                ledger.decisions.append(Decision.model_validate(item))
-            elif kind == "EFFECT":
-                effect = Effect.model_validate(item)
-                ledger.effects[effect.key] = effect
-            elif kind == REVIEW_SK:
-                ledger.review = Review.model_validate(item)
+            kind = _KIND_BY_PREFIX.get(item["sk"].split("#", 1)[0])
+            if kind is not None:
+                kind.place(ledger, kind.model.model_validate(item))
         ledger.artifacts.sort(key=lambda a: a.created_at)
         return ledger
 

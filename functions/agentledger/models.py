@@ -7,9 +7,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .states import WORK_STAGES, EffectStatus, RunState, RunStatus, Stage, StageStatus
+from .states import (
+    WORK_STAGES,
+    DecisionKind,
+    EffectStatus,
+    EvidenceState,
+    NextAction,
+    RunState,
+    RunStatus,
+    Stage,
+    StageStatus,
+    Verdict,
+)
 
-__all__ = ["WORK_STAGES", "EffectStatus", "RunState", "RunStatus", "Stage", "StageStatus"]
+__all__ = ["WORK_STAGES", "EffectStatus", "NextAction", "RunState", "RunStatus", "Stage", "StageStatus"]
 
 
 def utc_now() -> str:
@@ -84,7 +95,7 @@ class Decision(Record):
     """A restart assessment, a recovery choice or a review decision, with its reasons."""
 
     decision_id: str
-    kind: str
+    kind: DecisionKind
     summary: str
     details: dict[str, Any] = Field(default_factory=dict)
     execution: str | None = None
@@ -99,7 +110,7 @@ class Review(Record):
     revision: str
     execution: str
     requested_at: str = Field(default_factory=utc_now)
-    decision: str | None = None
+    decision: Verdict | None = None
     decided_at: str | None = None
     comment: str | None = None
 
@@ -129,8 +140,50 @@ class Effect(Record):
 
 class EvidenceStatus(Record):
     name: str
-    status: str  # valid | stale | missing
+    status: EvidenceState
     reason: str
+
+
+class EffectSummary(Record):
+    key: str
+    kind: str
+    status: EffectStatus
+    receiver_id: str | None = None
+    attempts: int = 0
+    error: str | None = None
+
+
+class HandoffAttempt(Record):
+    stage: Stage | None
+    attempt: int
+    execution: str
+    operation: str
+    started_at: str | None = None
+
+
+class HandoffResponse(Record):
+    error: str
+    message: str
+    cause: dict[str, Any] = Field(default_factory=dict)
+
+
+class PartialEffect(Record):
+    complete_stages: list[Stage]
+    uncommitted_artifacts: list[str]
+    external_effects: list[EffectSummary]
+
+
+class Handoff(Record):
+    """What a person needs to pick up a run: what was attempted, what came back, the scope of any
+    partial effect, and the recovery path. Kept as the details of a handoff decision."""
+
+    kind: str  # a FailureKind, or the assessment's reason kind
+    attempted: HandoffAttempt
+    response: HandoffResponse
+    partial_effect: PartialEffect
+    recovery: str
+    failed_at: str
+    handoff_at: str
 
 
 class Assessment(Record):
@@ -139,7 +192,7 @@ class Assessment(Record):
 
     complete: list[Stage]
     evidence: list[EvidenceStatus]
-    next: str  # a Stage value, "done" or "needs_person"
+    next: NextAction
     reason: str
     invalidated: list[Stage] = Field(default_factory=list)
     changed_files: dict[str, list[str]] = Field(default_factory=dict)
@@ -156,7 +209,3 @@ class Ledger(Record):
     decisions: list[Decision] = Field(default_factory=list)
     effects: dict[str, Effect] = Field(default_factory=dict)
     review: Review | None = None
-
-    def artifact(self, stage: Stage, name: str) -> ArtifactRef | None:
-        matches = [a for a in self.artifacts if a.stage == stage and a.name == name]
-        return max(matches, key=lambda a: a.created_at) if matches else None

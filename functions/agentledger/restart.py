@@ -8,32 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .agent.source import SourceSnapshot, changed_files
-from .fingerprints import digest
+from .evidence import EVIDENCE_OF, UPSTREAM_PREFIX, recorded_files
 from .models import WORK_STAGES, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
+from .states import EvidenceState, FailureKind, NextAction, RecoveryAction
 
-EVIDENCE_OF: dict[Stage, str] = {
-    Stage.INSPECT: "source_tree",
-    Stage.PLAN: "plan",
-    Stage.EXECUTE: "test_changes",
-    Stage.VERIFY: "test_run",
-    Stage.AWAIT_REVIEW: "approval",
-    Stage.COMPLETE: "summary",
-}
-DONE = "done"
-NEEDS_PERSON = "needs_person"
-
-VALID, STALE, MISSING = "valid", "stale", "missing"
-
-
-def source_dependencies(snapshot: SourceSnapshot) -> dict[str, str]:
-    """What inspect read: the revision, the whole tree (to catch added files) and each file."""
-    deps = {"revision": snapshot.revision, "tree": digest(snapshot.files)}
-    deps.update({f"file:{path}": sha for path, sha in snapshot.files.items()})
-    return deps
-
-
-def _recorded_files(depends_on: dict[str, str]) -> dict[str, str]:
-    return {key.removeprefix("file:"): sha for key, sha in depends_on.items() if key.startswith("file:")}
+VALID, STALE, MISSING = EvidenceState.VALID, EvidenceState.STALE, EvidenceState.MISSING
+EvidenceStatuses = dict[str, EvidenceStatus]
 
 
 def evaluate_evidence(ledger: Ledger, snapshot: SourceSnapshot) -> dict[str, EvidenceStatus]:
@@ -58,7 +38,7 @@ def _broken_dependencies(
     depends_on: dict[str, str], ledger: Ledger, snapshot: SourceSnapshot, statuses: dict[str, EvidenceStatus]
 ) -> list[str]:
     problems: list[str] = []
-    changes = changed_files(_recorded_files(depends_on), snapshot.files)
+    changes = changed_files(recorded_files(depends_on), snapshot.files)
     if "tree" not in depends_on:
         changes["added"] = []  # only the evidence that read the whole tree cares about new files
     for kind in ("modified", "removed", "added"):
@@ -67,9 +47,9 @@ def _broken_dependencies(
     if "revision" in depends_on and depends_on["revision"] != snapshot.revision:
         problems.append(f"revision moved from {depends_on['revision']} to {snapshot.revision}")
     for key, fingerprint in sorted(depends_on.items()):
-        if not key.startswith("evidence:"):
+        if not key.startswith(UPSTREAM_PREFIX):
             continue
-        upstream = key.removeprefix("evidence:")
+        upstream = key.removeprefix(UPSTREAM_PREFIX)
         status = statuses.get(upstream)
         if status is None or status.status != VALID:
             problems.append(f"depends on {upstream}, which is {status.status if status else MISSING}")
@@ -87,8 +67,10 @@ def is_stage_valid(ledger: Ledger, stage: Stage, statuses: dict[str, EvidenceSta
     )
 
 
-def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int) -> Assessment:
-    statuses = evaluate_evidence(ledger, snapshot)
+def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int,
+           statuses: EvidenceStatuses | None = None) -> Assessment:
+    """`statuses`, when the caller has just evaluated the evidence, saves evaluating it again."""
+    statuses = statuses if statuses is not None else evaluate_evidence(ledger, snapshot)
     complete: list[Stage] = []
     invalidated: list[Stage] = []
     next_stage: Stage | None = None
@@ -101,20 +83,20 @@ def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int) -> Assess
         if record is not None and record.status == StageStatus.COMPLETE:
             invalidated.append(stage)
     inspected = ledger.evidence.get(EVIDENCE_OF[Stage.INSPECT])
-    changes = changed_files(_recorded_files(inspected.depends_on), snapshot.files) if inspected else {}
+    changes = changed_files(recorded_files(inspected.depends_on), snapshot.files) if inspected else {}
     changes = {kind: paths for kind, paths in changes.items() if paths}
 
     if next_stage is None:
-        return Assessment(complete=complete, evidence=list(statuses.values()), next=DONE,
+        return Assessment(complete=complete, evidence=list(statuses.values()), next=NextAction.DONE,
                           reason="every stage is complete and its evidence still holds")
     stale = [stage for stage in invalidated if statuses[EVIDENCE_OF[stage]].status == STALE]
     if stale and ledger.run.replans >= max_replans:
         return Assessment(
-            complete=complete, evidence=list(statuses.values()), next=NEEDS_PERSON, invalidated=invalidated,
+            complete=complete, evidence=list(statuses.values()), next=NextAction.NEEDS_PERSON, invalidated=invalidated,
             changed_files=changes,
             reason=f"the context went stale again after {ledger.run.replans} replans; a person should look",
         )
-    return Assessment(complete=complete, evidence=list(statuses.values()), next=next_stage.value,
+    return Assessment(complete=complete, evidence=list(statuses.values()), next=NextAction(next_stage.value),
                       invalidated=invalidated, changed_files=changes,
                       reason=_next_reason(ledger, statuses, complete, next_stage, stale))
 
@@ -133,11 +115,6 @@ def _next_reason(ledger: Ledger, statuses: dict[str, EvidenceStatus], complete: 
 
 
 # -- failure classification ----------------------------------------------------------------
-RETRYABLE = "retryable"
-STALE_CONTEXT = "stale_context"
-PERSON = "needs_person"
-SUPERSEDED = "superseded"
-
 # Errors the state machine retries with backoff before they ever reach the classifier.
 RETRYABLE_ERRORS = frozenset(
     {
@@ -150,30 +127,30 @@ RETRYABLE_ERRORS = frozenset(
 
 @dataclass(frozen=True)
 class Classification:
-    kind: str
-    action: str  # replan | handoff | abandon
+    kind: FailureKind
+    action: RecoveryAction
     reason: str
 
 
 def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Classification:
     if error_name == "StaleContextError":
         if replans > max_replans:
-            return Classification(STALE_CONTEXT, "handoff", f"context went stale after {replans} replans")
-        return Classification(STALE_CONTEXT, "replan", "inputs changed since they were read: replan")
+            return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.HANDOFF, f"context went stale after {replans} replans")
+        return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.REPLAN, "inputs changed since they were read: replan")
     if error_name == "SupersededExecutionError":
-        return Classification(SUPERSEDED, "abandon", "a newer execution owns this run")
+        return Classification(FailureKind.SUPERSEDED, RecoveryAction.ABANDON, "a newer execution owns this run")
     if error_name in RETRYABLE_ERRORS:
-        return Classification(RETRYABLE, "handoff", f"{error_name} persisted after the retries")
+        return Classification(FailureKind.RETRYABLE, RecoveryAction.HANDOFF, f"{error_name} persisted after the retries")
     if error_name in ("States.Timeout", "States.HeartbeatTimeout"):
-        return Classification(PERSON, "handoff", "the step timed out; nobody answered in time")
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the step timed out; nobody answered in time")
     if error_name == "EffectUnconfirmedError":
-        return Classification(PERSON, "handoff", "an external write was sent but the receiver never confirmed it; "
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "an external write was sent but the receiver never confirmed it; "
                                                  "check the receiver before resuming")
     if error_name == "EffectRejectedError":
-        return Classification(PERSON, "handoff", "the receiver refused an external write; fix its configuration")
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the receiver refused an external write; fix its configuration")
     if error_name == "VerificationFailedError":
-        return Classification(PERSON, "handoff", "the generated tests fail; they need a person's eye")
-    return Classification(PERSON, "handoff", f"unclassified error {error_name}: a person decides")
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the generated tests fail; they need a person's eye")
+    return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, f"unclassified error {error_name}: a person decides")
 
 
 def parse_cause(cause: str | None) -> dict[str, Any]:

@@ -8,20 +8,19 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from . import metric_names
-from .artifacts import ArtifactStore
 from .config import Settings
 from .errors import (
     ConcurrentModificationError,
     ReviewRejectedError,
     RunAlreadyExistsError,
 )
-from .executions import ExecutionControl
+from .evidence import stage_evidence
 from .fingerprints import digest, sha256_bytes
 from .freshness import invalidate, review_still_holds
-from .ledger import LedgerStore, new_decision
+from .ledger import new_decision
 from .models import (
     Assessment,
-    Evidence,
+    Handoff,
     Ledger,
     Run,
     RunStatus,
@@ -29,9 +28,9 @@ from .models import (
     StageStatus,
     utc_now,
 )
-from .restart import EVIDENCE_OF, assess, evaluate_evidence
-from .sources import SourceResolver
-from .telemetry import MetricSink, NullSink
+from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
+from .restart import assess, evaluate_evidence
+from .states import DecisionKind, EvidenceState, Verdict
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.FAILED, RunStatus.RUNNING})
 
@@ -51,7 +50,7 @@ class CreateRunRequest(BaseModel):
 
 
 class ReviewRequest(BaseModel):
-    decision: str = Field(pattern="^(approve|request_changes)$")
+    decision: Verdict
     plan_digest: str = Field(min_length=1, max_length=200)
     comment: str | None = Field(default=None, max_length=4000)
 
@@ -81,14 +80,14 @@ def resume_execution_name(run_id: str, resume_number: int) -> str:
 
 
 class RunService:
-    def __init__(self, settings: Settings, ledger: LedgerStore, artifacts: ArtifactStore,
-                 sources: SourceResolver, executions: ExecutionControl, metrics: MetricSink | None = None) -> None:
+    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort,
+                 sources: SourcePort, executions: ExecutionPort, metrics: MetricSink) -> None:
         self.settings = settings
         self.ledger = ledger
         self.artifacts = artifacts
         self.sources = sources
         self.executions = executions
-        self.metrics = metrics or NullSink()
+        self.metrics = metrics
 
     # -- create ----------------------------------------------------------------------------
     def create(self, body: CreateRunRequest, idempotency_key: str | None) -> dict[str, Any]:
@@ -102,7 +101,8 @@ class RunService:
         name = start_execution_name(run_id)
         run = Run(run_id=run_id, request=body.request, repository=body.repository, revision=snapshot.revision,
                   environment=body.environment, active_execution=name, executions=[name])
-        created = new_decision("created", "run requested", {"request": body.model_dump(), "body_digest": digest(body.model_dump())})
+        created = new_decision(DecisionKind.CREATED, "run requested",
+                               {"request": body.model_dump(mode="json"), "body_digest": digest(body.model_dump(mode="json"))})
         try:
             self.ledger.create_run(run, created)
             self.metrics.count(metric_names.RUNS_STARTED)
@@ -128,7 +128,7 @@ class RunService:
             statuses = evaluate_evidence(ledger, self.sources.snapshot(ledger.run.repository))
             evidence_status = {name: s.model_dump() for name, s in statuses.items()}
         except Exception as error:  # noqa: BLE001 — the ledger is still worth showing without the source
-            evidence_status = {name: {"name": name, "status": "unknown", "reason": f"source unavailable: {error}"}
+            evidence_status = {name: {"name": name, "status": EvidenceState.UNKNOWN.value, "reason": f"source unavailable: {error}"}
                                for name in ledger.evidence}
         document = ledger.model_dump(mode="json", exclude={"review": {"task_token"}})
         document["evidence_status"] = evidence_status
@@ -137,8 +137,7 @@ class RunService:
              "committed": ref.key in {k for r in ledger.stages.values() for k in r.outputs}}
             for ref in ledger.artifacts
         ]
-        document["handoff"] = next((d.model_dump(mode="json") for d in reversed(ledger.decisions)
-                                    if d.kind == "handoff"), None) if ledger.run.status == RunStatus.NEEDS_PERSON else None
+        document["handoff"] = _handoff_view(ledger)
         document["artifact_location"] = self.artifacts.location(run_id)
         return document
 
@@ -152,18 +151,16 @@ class RunService:
             raise ReviewRejectedError(
                 f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
         snapshot = self.sources.snapshot(run.repository)
-        if not review_still_holds(ledger, snapshot):
-            self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans))
+        statuses = evaluate_evidence(ledger, snapshot)
+        if not review_still_holds(ledger, statuses):
+            self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans, statuses))
         decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(), "comment": body.comment})
-        decision = new_decision("review", f"reviewer chose {body.decision}", body.model_dump())
+        decision = new_decision(DecisionKind.REVIEW, f"reviewer chose {body.decision}", body.model_dump(mode="json"))
         stage = ledger.stages[Stage.AWAIT_REVIEW.value]
-        if body.decision == "approve":
-            approval = Evidence(
-                name=EVIDENCE_OF[Stage.AWAIT_REVIEW], stage=Stage.AWAIT_REVIEW,
-                fingerprint=digest({"decision": "approve", "plan_digest": review.plan_digest, "revision": review.revision}),
-                depends_on={"evidence:plan": ledger.evidence["plan"].fingerprint,
-                            "evidence:test_run": ledger.evidence["test_run"].fingerprint},
-            )
+        if body.decision == Verdict.APPROVE:
+            fingerprint = digest({"decision": Verdict.APPROVE.value, "plan_digest": review.plan_digest,
+                                  "revision": review.revision})
+            approval = stage_evidence(Stage.AWAIT_REVIEW, fingerprint, ledger)
             records = [decided, decision, approval,
                        stage.model_copy(update={"status": StageStatus.COMPLETE, "finished_at": utc_now()})]
         else:
@@ -179,7 +176,7 @@ class RunService:
             raise ReviewRejectedError(f"run {run_id} changed while the review was applied; fetch it and try again") from error
         waited = _seconds_since(review.requested_at, decided.decided_at)
         self.metrics.seconds(metric_names.REVIEW_WAIT, waited)
-        if body.decision == "approve":
+        if body.decision == Verdict.APPROVE:
             self.metrics.seconds(metric_names.STAGE_DURATION, waited, stage=Stage.AWAIT_REVIEW.value)
         delivered = self.executions.succeed_task(review.task_token,
                                                  {"decision": body.decision, "plan_digest": body.plan_digest})
@@ -191,7 +188,7 @@ class RunService:
         """Record the rejection, invalidate the plan and wake the waiting execution so it
         replans now instead of waiting for the review to time out."""
         invalidate(self.ledger, ledger, assessment, None, self.metrics)
-        stale = [f"{e.name} is stale ({e.reason})" for e in assessment.evidence if e.status == "stale"]
+        stale = [f"{e.name} is stale ({e.reason})" for e in assessment.evidence if e.status == EvidenceState.STALE]
         why = stale[0] if stale else assessment.reason
         self.executions.fail_task(ledger.review.task_token, "StaleContextError", why)
         raise ReviewRejectedError(f"the plan is stale and was not approved: {why}")
@@ -215,7 +212,7 @@ class RunService:
         name = resume_execution_name(run_id, number)
         assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans)
         response = {"run_id": run_id, "execution": name, "assessment": _assessment_view(assessment)}
-        decision = new_decision("resume", assessment.reason, response)
+        decision = new_decision(DecisionKind.RESUME, assessment.reason, response)
         try:
             self.ledger.write(run, status=RunStatus.RUNNING, records=[decision], reason=f"resumed as {name}",
                               changes={"active_execution": name, "executions": [*run.executions, name], "resumes": number})
@@ -232,13 +229,23 @@ class RunService:
     @staticmethod
     def _recorded_resume(ledger: Ledger, execution: str) -> dict[str, Any] | None:
         for decision in reversed(ledger.decisions):
-            if decision.kind == "resume" and decision.details.get("execution") == execution:
+            if decision.kind == DecisionKind.RESUME and decision.details.get("execution") == execution:
                 return decision.details
         return None
 
 
 def _seconds_since(start: str, end: str | None) -> float:
     return max(0.0, (datetime.fromisoformat(end or utc_now()) - datetime.fromisoformat(start)).total_seconds())
+
+
+def _handoff_view(ledger: Ledger) -> dict[str, Any] | None:
+    """The latest handoff of a run that waits for a person, its details checked against Handoff."""
+    if ledger.run.status != RunStatus.NEEDS_PERSON:
+        return None
+    decision = next((d for d in reversed(ledger.decisions) if d.kind == DecisionKind.HANDOFF), None)
+    if decision is None:
+        return None
+    return {**decision.model_dump(mode="json"), "details": Handoff.model_validate(decision.details).model_dump(mode="json")}
 
 
 def _assessment_view(assessment: Assessment) -> dict[str, Any]:

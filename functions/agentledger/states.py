@@ -99,3 +99,17 @@ class RecoveryAction(StrEnum):
     HANDOFF = "handoff"
     ABANDON = "abandon"
     DONE = "done"
+
+
+class NextAction(StrEnum):
+    """What a restart assessment says is safe next: a stage, nothing (done), or a person.
+    The state machine's "Route to next stage" Choice matches these values."""
+
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+    DONE = "done"
+    NEEDS_PERSON = "needs_person"

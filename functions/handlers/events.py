@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from agentledger.models import Stage
 from pydantic import BaseModel, Field
 
 
 class StageEvent(BaseModel):
     run_id: str = Field(min_length=1)
     execution: str = Field(min_length=1)
-    stage: Stage | None = None
     task_token: str | None = None
 
 

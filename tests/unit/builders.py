@@ -1,5 +1,5 @@
 """Small builders for ledgers and source snapshots, shaped the way the workflow records them
-(see agentledger.workflow: each stage's Evidence and what it depends on)."""
+(see agentledger.evidence: the graph of what each stage's evidence depends on)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 from agentledger.agent.source import SourceSnapshot
 from agentledger.fingerprints import digest, sha256_bytes
 from agentledger.models import Evidence, Ledger, Run, Stage, StageRecord, StageStatus
-from agentledger.restart import EVIDENCE_OF, source_dependencies
+from agentledger.evidence import EVIDENCE_OF, file_dependencies, source_dependencies, stage_evidence
 
 REVISION = "rev-1"
 FILES = {
@@ -44,23 +44,17 @@ def stage_record(stage: Stage, status: StageStatus = StageStatus.COMPLETE, attem
 
 def evidence_chain(snap: SourceSnapshot, plan_reads: tuple[str, ...] = PLAN_READS,
                    plan_fingerprint: str = "sha256:plan-1") -> dict[str, Evidence]:
-    """The evidence every stage records, in stage order, as the workflow builds it."""
-    source_tree = Evidence(name="source_tree", stage=Stage.INSPECT,
-                           fingerprint=digest({"revision": snap.revision, "files": snap.files}),
-                           depends_on=source_dependencies(snap))
-    plan = Evidence(name="plan", stage=Stage.PLAN, fingerprint=plan_fingerprint,
-                    depends_on={"evidence:source_tree": source_tree.fingerprint, "revision": snap.revision,
-                                **{f"file:{p}": snap.files[p] for p in plan_reads}})
-    test_changes = Evidence(name="test_changes", stage=Stage.EXECUTE, fingerprint="sha256:tests-1",
-                            depends_on={"evidence:plan": plan.fingerprint})
-    test_run = Evidence(name="test_run", stage=Stage.VERIFY, fingerprint="sha256:run-1",
-                        depends_on={"evidence:test_changes": test_changes.fingerprint,
-                                    "evidence:source_tree": source_tree.fingerprint})
-    approval = Evidence(name="approval", stage=Stage.AWAIT_REVIEW, fingerprint="sha256:approval-1",
-                        depends_on={"evidence:plan": plan.fingerprint, "evidence:test_run": test_run.fingerprint})
-    summary = Evidence(name="summary", stage=Stage.COMPLETE, fingerprint="sha256:summary-1",
-                       depends_on={"evidence:approval": approval.fingerprint})
-    return {e.name: e for e in (source_tree, plan, test_changes, test_run, approval, summary)}
+    """The evidence every stage records, in stage order, through the one evidence graph."""
+    fingerprints = {Stage.INSPECT: digest({"revision": snap.revision, "files": snap.files}),
+                    Stage.PLAN: plan_fingerprint, Stage.EXECUTE: "sha256:tests-1", Stage.VERIFY: "sha256:run-1",
+                    Stage.AWAIT_REVIEW: "sha256:approval-1", Stage.COMPLETE: "sha256:summary-1"}
+    reads = {Stage.INSPECT: source_dependencies(snap),
+             Stage.PLAN: {"revision": snap.revision, **file_dependencies({p: snap.files[p] for p in plan_reads})}}
+    recorded = Ledger(run=run())
+    for stage in Stage:
+        evidence = stage_evidence(stage, fingerprints[stage], recorded, reads.get(stage))
+        recorded.evidence[evidence.name] = evidence
+    return recorded.evidence
 
 
 def run(**changes: object) -> Run:

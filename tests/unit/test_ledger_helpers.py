@@ -167,11 +167,11 @@ def test_transition_keys_sort_by_version_numerically() -> None:
 
 def test_decision_keys_are_unique_and_sort_by_time() -> None:
     decisions = [
-        Decision(decision_id="2024-01-01T00:00:02.000+00:00#aaaa0000", kind="k", summary="s"),
-        Decision(decision_id="2024-01-01T00:00:01.000+00:00#ffff0000", kind="k", summary="s"),
+        Decision(decision_id="2024-01-01T00:00:02.000+00:00#aaaa0000", kind="review", summary="s"),
+        Decision(decision_id="2024-01-01T00:00:01.000+00:00#ffff0000", kind="review", summary="s"),
     ]
     assert sorted(_sort_key(d) for d in decisions) == [_sort_key(decisions[1]), _sort_key(decisions[0])]
-    made = [new_decision("k", "s", {}) for _ in range(50)]
+    made = [new_decision("review", "s", {}) for _ in range(50)]
     assert len({_sort_key(d) for d in made}) == 50
 
 

@@ -8,11 +8,10 @@ import pytest
 
 from agentledger.agent.source import SourceSnapshot
 from agentledger.models import Ledger, Stage, StageStatus
+from agentledger.states import NextAction
+from agentledger.evidence import EVIDENCE_OF
 from agentledger.restart import (
-    DONE,
-    EVIDENCE_OF,
     MISSING,
-    NEEDS_PERSON,
     STALE,
     VALID,
     assess,
@@ -44,7 +43,7 @@ def test_a_complete_ledger_against_the_same_source_is_all_valid() -> None:
 
 def test_a_complete_ledger_against_the_same_source_is_done() -> None:
     assessment = assess(b.ledger(), b.snapshot(), MAX_REPLANS)
-    assert assessment.next == DONE
+    assert assessment.next == NextAction.DONE
     assert assessment.complete == ALL_STAGES
     assert assessment.invalidated == []
     assert assessment.changed_files == {}
@@ -225,7 +224,7 @@ def test_a_complete_stage_whose_evidence_was_never_recorded_is_not_valid() -> No
 def test_stale_again_after_the_replan_limit_needs_a_person(replans: int) -> None:
     snap = b.edited("calc.py", "changed = True\n")
     assessment = assess(b.ledger(replans=replans), snap, MAX_REPLANS)
-    assert assessment.next == NEEDS_PERSON
+    assert assessment.next == NextAction.NEEDS_PERSON
     # The person still learns what changed and what is no longer valid.
     assert assessment.invalidated == ALL_STAGES
     assert assessment.changed_files == {"modified": ["calc.py"]}
@@ -244,7 +243,7 @@ def test_the_replan_limit_does_not_stop_a_run_that_is_merely_unfinished() -> Non
 
 def test_the_replan_limit_does_not_stop_a_finished_run() -> None:
     assessment = assess(b.ledger(replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS)
-    assert assessment.next == DONE
+    assert assessment.next == NextAction.DONE
 
 
 # -- classifying failures ------------------------------------------------------------------------

@@ -1,0 +1,84 @@
+"""The ports the orchestration (Workflow, RunService, EffectRunner) depends on. The AWS adapters
+(DynamoDB ledger, S3 artifacts, Step Functions executions, GitHub and SNS receivers) implement
+them; in-memory fakes under tests/fakes implement them for unit tests that need no moto."""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .agent.source import SourceSnapshot
+from .models import (
+    ArtifactRef,
+    Decision,
+    Ledger,
+    Record,
+    Run,
+    RunState,
+    RunStatus,
+    Stage,
+)
+
+
+class LedgerPort(Protocol):
+    def get_run(self, run_id: str) -> Run: ...
+
+    def load(self, run_id: str) -> Ledger: ...
+
+    def list_runs(self, status: RunStatus | None = None, limit: int = 20,
+                  cursor: str | None = None) -> tuple[list[Run], str | None]: ...
+
+    def create_run(self, run: Run, decision: Decision) -> Run:
+        """Raises RunAlreadyExistsError when the run id is taken."""
+
+    def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
+              status: RunStatus | None = None, changes: dict[str, Any] | None = None,
+              records: list[Record] = ()) -> Run:  # type: ignore[assignment]
+        """All or nothing, only if the run is still at `run.version` (else ConcurrentModificationError);
+        a state change must be allowed by the transition table."""
+
+    def append(self, run_id: str, record: Record) -> None: ...
+
+
+class ArtifactPort(Protocol):
+    bucket: str
+
+    def location(self, run_id: str) -> str: ...
+
+    def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef: ...
+
+    def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef: ...
+
+    def put_text(self, run_id: str, stage: Stage, name: str, text: str,
+                 media_type: str = "text/plain") -> ArtifactRef: ...
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        """Raises ArtifactIntegrityError when the bytes do not hash to `ref.sha256`."""
+
+    def get_json(self, ref: ArtifactRef) -> Any: ...
+
+    def presigned_url(self, ref: ArtifactRef) -> str: ...
+
+    def list_keys(self, prefix: str) -> list[str]: ...
+
+
+class ExecutionPort(Protocol):
+    def start(self, name: str, run_id: str) -> str:
+        """Start the named execution once; a repeated call gets the execution the first started."""
+
+    def status(self, name: str) -> str | None: ...
+
+    def succeed_task(self, task_token: str, output: dict[str, Any]) -> bool:
+        """False when the task is already over."""
+
+    def fail_task(self, task_token: str, error: str, cause: str) -> bool: ...
+
+    def heartbeat(self, task_token: str) -> bool: ...
+
+
+class SourcePort(Protocol):
+    def snapshot(self, repository: str) -> SourceSnapshot: ...
+
+
+class MetricSink(Protocol):
+    def count(self, name: str, value: float = 1) -> None: ...
+
+    def seconds(self, name: str, value: float, stage: str | None = None) -> None: ...

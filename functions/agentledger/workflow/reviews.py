@@ -1,0 +1,61 @@
+"""The ReviewKeeper schedule: heartbeat every pending review that still holds, fail the task of
+any whose plan went stale, and redeliver a decision the API recorded but could not deliver."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import metric_names
+from ..freshness import invalidate, review_still_holds
+from ..models import Ledger, RunStatus, utc_now
+from ..ports import ExecutionPort, LedgerPort, MetricSink, SourcePort
+from ..restart import assess, evaluate_evidence
+from ..states import Verdict
+from .handoff import seconds_between
+
+
+class ReviewKeeper:
+    def __init__(self, ledger: LedgerPort, sources: SourcePort, executions: ExecutionPort, metrics: MetricSink,
+                 max_replans: int) -> None:
+        self.ledger = ledger
+        self.sources = sources
+        self.executions = executions
+        self.metrics = metrics
+        self.max_replans = max_replans
+
+    def keep_reviews_alive(self) -> dict[str, int]:
+        counts = {"heartbeats": 0, "stale_failed": 0, "approvals_redelivered": 0}
+        oldest = 0.0
+        now = utc_now()
+        cursor: str | None = None
+        while True:
+            runs, cursor = self.ledger.list_runs(RunStatus.AWAITING_REVIEW, 100, cursor)
+            for run in runs:
+                counts[self._keep_review_alive(run.run_id)] += 1
+                oldest = max(oldest, seconds_between(run.updated_at, now))
+            if cursor is None:
+                self.metrics.seconds(metric_names.OLDEST_PENDING_REVIEW, oldest)
+                return counts
+
+    def _keep_review_alive(self, run_id: str) -> str:
+        ledger = self.ledger.load(run_id)
+        review = ledger.review
+        assert review is not None
+        if review.decision is not None:
+            # The API recorded the decision but did not get to answer the task (it crashed).
+            self.executions.succeed_task(review.task_token, review_output(ledger))
+            return "approvals_redelivered"
+        snapshot = self.sources.snapshot(ledger.run.repository)
+        statuses = evaluate_evidence(ledger, snapshot)
+        if not review_still_holds(ledger, statuses):
+            assessment = assess(ledger, snapshot, self.max_replans, statuses)
+            invalidate(self.ledger, ledger, assessment, review.execution, self.metrics)
+            self.executions.fail_task(review.task_token, "StaleContextError", assessment.reason)
+            return "stale_failed"
+        self.executions.heartbeat(review.task_token)
+        return "heartbeats"
+
+
+def review_output(ledger: Ledger) -> dict[str, Any]:
+    """What the review task returns to the state machine."""
+    review = ledger.review
+    return {"decision": review.decision if review else Verdict.APPROVE, "plan_digest": ledger.run.plan_digest}
