@@ -26,8 +26,17 @@ def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-def install() -> None:
+def install() -> Callable[[], None]:
+    """Serialize the backend's item operations; the returned undo puts moto's own methods back."""
+    originals: dict[str, Any] = {}
     for name in _GUARDED:
-        method = getattr(DynamoDBBackend, name, None)
+        method = vars(DynamoDBBackend).get(name)
         if method is not None and not getattr(method, "__agentledger_serialized__", False):
+            originals[name] = method
             setattr(DynamoDBBackend, name, _serialized(method))
+
+    def uninstall() -> None:
+        for name, method in originals.items():
+            setattr(DynamoDBBackend, name, method)
+
+    return uninstall

@@ -7,7 +7,7 @@ exactly as it would be on Lambda."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -46,9 +46,18 @@ class InvocationEnviron(MutableMapping[str, str]):
         return dict(self._view())
 
 
-def install() -> None:
-    if not isinstance(os.environ, InvocationEnviron):
-        os.environ = InvocationEnviron(os.environ)  # type: ignore[assignment]
+def install() -> Callable[[], None]:
+    """Replace `os.environ`; the returned undo puts the process environment back."""
+    if isinstance(os.environ, InvocationEnviron):
+        return lambda: None
+    invocation_environ = InvocationEnviron(os.environ)
+    os.environ = invocation_environ  # type: ignore[assignment]
+
+    def uninstall() -> None:
+        if os.environ is invocation_environ:
+            os.environ = invocation_environ.process_env  # type: ignore[assignment]
+
+    return uninstall
 
 
 @contextmanager

@@ -1,6 +1,8 @@
 """A GitHub-compatible issue tracker on loopback: the subset of the REST API the ticket
 receiver uses (create, list by label, get), with faults a real tracker shows — accept a write
-and lose the response, answer slowly, or fail — and a count of what it holds per key."""
+and lose the response, answer slowly, or fail — and a count of what it holds and was sent per
+key. Faults and counts can be scoped to a key prefix (a run's id), so runs sharing one tracker
+neither take each other's faults nor show up in each other's counts."""
 from __future__ import annotations
 
 import json
@@ -25,6 +27,12 @@ FAULTS = ("drop_response", "slow", "fail")
 class Fault:
     kind: str  # drop_response | slow | fail
     delay_s: float = 0.0
+    key_prefix: str = ""  # strikes only a write whose key starts with this
+
+
+def _key_of(body: str) -> str:
+    match = MARKER.search(body)
+    return match["key"] if match else ""
 
 
 class LocalGitHub:
@@ -33,7 +41,7 @@ class LocalGitHub:
         self._issues: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._faults: deque[Fault] = deque()
-        self.writes_received = 0
+        self._written_keys: list[str] = []
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="local-github", daemon=True)
@@ -52,16 +60,27 @@ class LocalGitHub:
         self.httpd.server_close()
 
     # -- faults ----------------------------------------------------------------------------
-    def inject(self, kind: str, count: int = 1, delay_s: float = 0.0) -> None:
-        """The next `count` writes suffer `kind`."""
+    def inject(self, kind: str, count: int = 1, delay_s: float = 0.0, key_prefix: str = "") -> None:
+        """The next `count` writes whose key starts with `key_prefix` (any write, without one)
+        suffer `kind`."""
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
         with self._lock:
-            self._faults.extend(Fault(kind, delay_s) for _ in range(count))
+            self._faults.extend(Fault(kind, delay_s, key_prefix) for _ in range(count))
 
-    def _next_fault(self) -> Fault | None:
+    def _receive_write(self, key: str) -> Fault | None:
+        """Count the write and take the first fault armed for its key."""
         with self._lock:
-            return self._faults.popleft() if self._faults else None
+            self._written_keys.append(key)
+            fault = next((f for f in self._faults if key.startswith(f.key_prefix)), None)
+            if fault is not None:
+                self._faults.remove(fault)
+            return fault
+
+    def writes_received(self, key_prefix: str = "") -> int:
+        """Writes sent for keys starting with `key_prefix`, whether or not they landed."""
+        with self._lock:
+            return sum(1 for key in self._written_keys if key.startswith(key_prefix))
 
     # -- what the tracker holds ------------------------------------------------------------
     def issues(self) -> list[dict[str, Any]]:
@@ -71,9 +90,9 @@ class LocalGitHub:
     def issues_by_key(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for issue in self.issues():
-            match = MARKER.search(issue.get("body") or "")
-            if match:
-                counts[match["key"]] = counts.get(match["key"], 0) + 1
+            key = _key_of(issue.get("body") or "")
+            if key:
+                counts[key] = counts.get(key, 0) + 1
         return counts
 
     def duplicated(self) -> int:
@@ -147,8 +166,7 @@ def _handler_for(tracker: LocalGitHub) -> type[BaseHTTPRequestHandler]:
                 self._reply(HTTPStatus.NOT_FOUND, {"message": "Not Found"})
                 return
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            tracker.writes_received += 1
-            fault = tracker._next_fault()
+            fault = tracker._receive_write(_key_of(str(body.get("body") or "")))
             if fault and fault.kind == "fail":
                 self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"message": "Service Unavailable"})
                 return

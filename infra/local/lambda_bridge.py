@@ -16,6 +16,8 @@ import time
 import traceback
 import uuid
 import zipfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -69,8 +71,6 @@ def resolve_handler(function: LambdaFunction) -> Any:
         raise HandlerResolutionError(
             "Runtime.ImportModuleError",
             f"Unable to import module '{module_name}': No module named '{module_name}' in the deployed code asset")
-    if str(FUNCTIONS_DIR) not in sys.path:
-        sys.path.insert(0, str(FUNCTIONS_DIR))
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -104,7 +104,7 @@ def invoke(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     }
     started = time.monotonic()
     error_type: str | None = None
-    output.install()  # again: a test runner may have swapped sys.stdout since the last invocation
+    output.wrap_streams()  # again: a test runner may have swapped sys.stdout since the last invocation
     with environ.lambda_environment(variables), output.captured() as stdout:
         try:
             handler = resolve_handler(function)
@@ -143,10 +143,31 @@ def _ship_logs(function: LambdaFunction, context: LocalLambdaContext, lines: lis
     backend.put_log_events(group, stream, [{"timestamp": now, "message": line} for line in lines])
 
 
-def install() -> None:
-    output.install()
+def _functions_importable() -> Callable[[], None]:
+    """Handlers import as the Lambda runtime imports them: from the root of the code asset."""
+    entry = str(FUNCTIONS_DIR)
+    if entry in sys.path:
+        return lambda: None
+    sys.path.insert(0, entry)
 
-    def _invoke_lambda(self: LambdaFunction, event: str | None = None) -> tuple[str, bool, str]:
-        return invoke(self, event if event is not None else {})
+    def forget() -> None:
+        if entry in sys.path:
+            sys.path.remove(entry)
 
-    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+    return forget
+
+
+def install() -> Callable[[], None]:
+    """Serve moto's Lambda invocations here; the returned undo gives moto its own runner back
+    and leaves sys.path and the output streams as they were."""
+    with ExitStack() as undo:
+        undo.callback(output.install())
+        undo.callback(_functions_importable())
+        original = LambdaFunction._invoke_lambda
+
+        def _invoke_lambda(self: LambdaFunction, event: str | None = None) -> tuple[str, bool, str]:
+            return invoke(self, event if event is not None else {})
+
+        LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+        undo.callback(setattr, LambdaFunction, "_invoke_lambda", original)
+        return undo.pop_all().close

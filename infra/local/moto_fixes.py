@@ -2,6 +2,7 @@
 corrects it here, each with the behaviour AWS has."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
@@ -9,14 +10,14 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 )
 
 
-def _answered_task_token_is_not_lost() -> None:
+def _answered_task_token_is_not_lost() -> Callable[[], None]:
     """AWS accepts SendTaskSuccess as soon as the task has its token, even while the Lambda that
     received the token is still running. moto, when the state has HeartbeatSeconds, starts
     waiting for a heartbeat without first looking at an answer that already arrived, so an early
     approval sits unseen until the heartbeat window (15 minutes here) ends."""
     original = StateTaskServiceCallback._wait_for_task_token_heartbeat
     if getattr(original, "__agentledger_fixed__", False):
-        return
+        return lambda: None
 
     def wait(self: Any, env: Any, callback_endpoint: Any, heartbeat_endpoint: Any) -> Any:
         early = callback_endpoint.get_outcome()
@@ -27,6 +28,12 @@ def _answered_task_token_is_not_lost() -> None:
     wait.__agentledger_fixed__ = True  # type: ignore[attr-defined]
     StateTaskServiceCallback._wait_for_task_token_heartbeat = wait  # type: ignore[method-assign]
 
+    def uninstall() -> None:
+        StateTaskServiceCallback._wait_for_task_token_heartbeat = original  # type: ignore[method-assign]
 
-def install() -> None:
-    _answered_task_token_is_not_lost()
+    return uninstall
+
+
+def install() -> Callable[[], None]:
+    """Apply every correction; the returned undo gives moto back its own behaviour."""
+    return _answered_task_token_is_not_lost()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TextIO
@@ -35,11 +35,29 @@ class InvocationStream(io.TextIOBase):
         return getattr(self.terminal, "encoding", "utf-8")
 
 
-def install() -> None:
-    if not isinstance(sys.stdout, InvocationStream):
-        sys.stdout = InvocationStream(sys.stdout)
-    if not isinstance(sys.stderr, InvocationStream):
-        sys.stderr = InvocationStream(sys.stderr)
+_STREAMS = ("stdout", "stderr")
+
+
+def wrap_streams() -> None:
+    """Put an invocation stream in front of sys.stdout and sys.stderr, unless one is there."""
+    for name in _STREAMS:
+        stream = getattr(sys, name)
+        if not isinstance(stream, InvocationStream):
+            setattr(sys, name, InvocationStream(stream))
+
+
+def unwrap_streams() -> None:
+    """Put back the stream each invocation stream stands in front of; a stream someone swapped in
+    since (a test runner's capture) stays, only our wrapper around it goes."""
+    for name in _STREAMS:
+        stream = getattr(sys, name)
+        if isinstance(stream, InvocationStream):
+            setattr(sys, name, stream.terminal)
+
+
+def install() -> Callable[[], None]:
+    wrap_streams()
+    return unwrap_streams
 
 
 @contextmanager

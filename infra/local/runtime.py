@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping, MutableMapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from agentledger import faults
 from agentledger.executions import execution_arn
 
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes
@@ -50,6 +53,7 @@ class LocalRuntime:
         if workspace_root is not None:
             self._extra_environment["AGENTLEDGER_WORKSPACE_ROOT"] = str(workspace_root)
         self._mock: Any = None
+        self._undo = ExitStack()
         self.stack: DeployedStack | None = None
         self.crashes = CrashSwitchboard()
         self.github = LocalGitHub(LOCAL_GITHUB_TOKEN)
@@ -59,28 +63,35 @@ class LocalRuntime:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> LocalRuntime:
-        for name, value in _FAKE_CREDENTIALS.items():
-            os.environ.setdefault(name, value)
-        environ.install()
-        # A run handed to a person ends in a Fail state, which moto's interpreter logs as an
-        # exception dump; the ledger's handoff record is the account of it.
-        logging.getLogger("moto.stepfunctions").setLevel(logging.CRITICAL)
-        dynamodb_lock.install()
-        moto_fixes.install()
-        lambda_bridge.install()
-        self.crashes.install()
-        assembly = self._assembly or synthesize()
-        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
-        self._mock.start()
-        self.stack = deploy(assembly, REGION)
-        self.github.start()
-        self._connect_receivers()
-        lambda_client = self.client("lambda")
-        for function_name in self.stack.functions.values():
-            config = lambda_client.get_function_configuration(FunctionName=function_name)
-            self._function_by_handler[config["Handler"]] = function_name
-            variables = self._local_environment(config.get("Environment", {}).get("Variables", {}))
-            lambda_client.update_function_configuration(FunctionName=function_name, Environment={"Variables": variables})
+        """Patch the process for the local stack and deploy it. Every patch registers its undo, so
+        stop() (or a failed start) leaves the process as it found it."""
+        with ExitStack() as undo:
+            undo.callback(_set_missing(os.environ, _FAKE_CREDENTIALS))
+            undo.callback(environ.install())
+            # A run handed to a person ends in a Fail state, which moto's interpreter logs as an
+            # exception dump; the ledger's handoff record is the account of it.
+            undo.callback(_quieten(logging.getLogger("moto.stepfunctions")))
+            undo.callback(dynamodb_lock.install())
+            undo.callback(moto_fixes.install())
+            undo.callback(lambda_bridge.install())
+            self.crashes.install()
+            undo.callback(faults.install, None)
+            assembly = self._assembly or synthesize()
+            self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+            self._mock.start()
+            undo.callback(self._mock.stop)
+            self.stack = deploy(assembly, REGION)
+            self.github.start()
+            undo.callback(self.github.stop)
+            self._connect_receivers()
+            lambda_client = self.client("lambda")
+            for function_name in self.stack.functions.values():
+                config = lambda_client.get_function_configuration(FunctionName=function_name)
+                self._function_by_handler[config["Handler"]] = function_name
+                variables = self._local_environment(config.get("Environment", {}).get("Variables", {}))
+                lambda_client.update_function_configuration(FunctionName=function_name,
+                                                            Environment={"Variables": variables})
+            self._undo = undo.pop_all()
         return self
 
     def _local_environment(self, stack_variables: dict[str, str]) -> dict[str, str]:
@@ -131,10 +142,10 @@ class LocalRuntime:
         return counts
 
     def stop(self) -> None:
+        """Stop the receivers and the mock, then undo start()'s patches, last first."""
         if self._mock is not None:
             self._wait_for_executions_to_settle()
-            self.github.stop()
-            self._mock.stop()
+            self._undo.close()
             self._mock = None
 
     def _wait_for_executions_to_settle(self) -> None:
@@ -207,6 +218,25 @@ class LocalRuntime:
                 executionArn=execution_arn(self.state_machine_arn, name)):
             events.extend(page["events"])
         return events
+
+
+def _set_missing(env: MutableMapping[str, str], values: Mapping[str, str]) -> Callable[[], None]:
+    """Set the variables env lacks; the returned undo removes exactly those again."""
+    added = [name for name in values if name not in env]
+    for name in added:
+        env[name] = values[name]
+
+    def remove_added() -> None:
+        for name in added:
+            env.pop(name, None)
+
+    return remove_added
+
+
+def _quieten(logger: logging.Logger) -> Callable[[], None]:
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL)
+    return lambda: logger.setLevel(previous)
 
 
 def proxy_event(method: str, path: str, *, body: str | None, query: dict[str, str] | None,

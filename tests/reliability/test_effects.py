@@ -1,5 +1,8 @@
 """Side effects never duplicate: one ticket and one notification per key at the receiver,
-whatever crashes, lost responses, slow answers or concurrent duplicates happen on the way."""
+whatever crashes, lost responses, slow answers or concurrent duplicates happen on the way.
+
+Tests share one runtime, so each arms its faults for its own run's keys and counts only those:
+another run's write neither takes the fault nor shows up in the count."""
 from __future__ import annotations
 
 import time
@@ -20,9 +23,13 @@ def _effects(driver, run_id):
     return {e["kind"]: e for e in driver.view(run_id)["effects"].values()}
 
 
+def _keys_of(run_id):
+    return f"{run_id}/"
+
+
 def _at_receiver(runtime, run_id):
-    tickets = {k: n for k, n in runtime.github.issues_by_key().items() if k.startswith(run_id)}
-    notes = {k: n for k, n in runtime.notifications_by_key().items() if k and k.startswith(run_id)}
+    tickets = {k: n for k, n in runtime.github.issues_by_key().items() if k.startswith(_keys_of(run_id))}
+    notes = {k: n for k, n in runtime.notifications_by_key().items() if k and k.startswith(_keys_of(run_id))}
     return tickets, notes
 
 
@@ -60,11 +67,10 @@ def test_a_crash_inside_the_ticket_write_leaves_one_ticket(driver, runtime, samp
 def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    writes_before = runtime.github.writes_received
-    runtime.github.inject("drop_response")
+    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
-    assert runtime.github.writes_received - writes_before == 1
+    assert runtime.github.writes_received(_keys_of(run_id)) == 1
     tickets, _ = _at_receiver(runtime, run_id)
     assert list(tickets.values()) == [1]
     ticket = _effects(driver, run_id)["ticket"]
@@ -74,7 +80,7 @@ def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_rep
 def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    runtime.github.inject("fail")
+    runtime.github.inject("fail", key_prefix=_keys_of(run_id))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
     tickets, _ = _at_receiver(runtime, run_id)
@@ -85,8 +91,7 @@ def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime,
 def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    writes_before = runtime.github.writes_received
-    runtime.github.inject("slow", delay_s=7)
+    runtime.github.inject("slow", delay_s=7, key_prefix=_keys_of(run_id))
     assert driver.review(run_id).status == 200
     seen = []
     deadline = time.monotonic() + 60
@@ -100,20 +105,19 @@ def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, 
     assert ("unconfirmed", False) in seen, seen  # no answer yet, and nothing at the tracker yet
     assert seen[-1] == ("confirmed", True)
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=60) == "SUCCEEDED"
-    assert runtime.github.writes_received - writes_before == 1
+    assert runtime.github.writes_received(_keys_of(run_id)) == 1
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
 
 
 def test_ten_concurrent_duplicate_invocations_write_once(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    writes_before = runtime.github.writes_received
     assert driver.review(run_id).status == 200
     event = {"run_id": run_id, "execution": f"{run_id}-start", "effect": "ticket"}
     with ThreadPoolExecutor(max_workers=10) as pool:
         results = list(pool.map(lambda _: runtime.invoke("handlers.effects.deliver", event), range(10)))
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
-    assert runtime.github.writes_received - writes_before == 1
+    assert runtime.github.writes_received(_keys_of(run_id)) == 1
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
     outcomes = {payload.get("status") or payload.get("errorType") for payload, _ in results}
     assert outcomes <= {"confirmed", "EffectInProgressError"}
@@ -122,8 +126,8 @@ def test_ten_concurrent_duplicate_invocations_write_once(driver, runtime, sample
 def test_a_write_that_is_never_confirmed_is_handed_to_a_person_not_resent(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    writes_before = runtime.github.writes_received
-    runtime.github.inject("slow", delay_s=60)  # longer than every bounded re-check together
+    # Longer than every bounded re-check together.
+    runtime.github.inject("slow", delay_s=60, key_prefix=_keys_of(run_id))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "FAILED"
 
@@ -134,4 +138,4 @@ def test_a_write_that_is_never_confirmed_is_handed_to_a_person_not_resent(driver
     ticket = next(e for e in details["partial_effect"]["external_effects"] if e["kind"] == "ticket")
     assert ticket["status"] == "unconfirmed" and ticket["attempts"] == 1
     assert _effects(driver, run_id)["ticket"]["rechecks"] >= 3
-    assert runtime.github.writes_received - writes_before == 1  # re-checked, never written again
+    assert runtime.github.writes_received(_keys_of(run_id)) == 1  # re-checked, never written again
