@@ -9,8 +9,6 @@ from typing import Any
 from agentledger.service import run_id_for
 from infra.local.runtime import LocalRuntime
 
-TERMINAL_STATUSES = frozenset({"awaiting_review", "complete", "needs_person", "failed", "cancelled"})
-
 
 class Driver:
     """Drives runs through the API handler exactly as API Gateway would call it."""

@@ -32,7 +32,7 @@ from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePo
 from .restart import assess, evaluate_evidence
 from .states import DecisionKind, EvidenceState, Verdict
 
-RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.FAILED, RunStatus.RUNNING})
+RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 
 
 class CreateRunRequest(BaseModel):

@@ -27,9 +27,7 @@ class RunState(StrEnum):
     VERIFY = "verify"
     AWAIT_REVIEW = "await_review"
     COMPLETE = "complete"
-    FAILED = "failed"
     NEEDS_PERSON = "needs_person"
-    CANCELLED = "cancelled"
 
 
 class RunStatus(StrEnum):
@@ -37,8 +35,6 @@ class RunStatus(StrEnum):
     AWAITING_REVIEW = "awaiting_review"
     COMPLETE = "complete"
     NEEDS_PERSON = "needs_person"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
 
 
 class StageStatus(StrEnum):

@@ -4,8 +4,8 @@ from __future__ import annotations
 from .errors import IllegalTransitionError
 from .models import RunState as S
 
-_RESUMABLE_TARGETS = frozenset({S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE, S.CANCELLED})
-_STOPS = frozenset({S.FAILED, S.NEEDS_PERSON, S.CANCELLED})
+_RESUMABLE_TARGETS = frozenset({S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE})
+_STOPS = frozenset({S.NEEDS_PERSON})
 
 ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.CREATED: frozenset({S.INSPECT}) | _STOPS,
@@ -17,9 +17,7 @@ ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.AWAIT_REVIEW: frozenset({S.COMPLETE, S.PLAN, S.INSPECT}) | _STOPS,
     S.COMPLETE: _STOPS,
     # A person (resume) may send a stopped run back to the stage the assessment chose.
-    S.FAILED: _RESUMABLE_TARGETS | {S.NEEDS_PERSON},
     S.NEEDS_PERSON: _RESUMABLE_TARGETS,
-    S.CANCELLED: frozenset(),
 }
 
 

@@ -24,7 +24,6 @@ BOOTSTRAP_VERSION = "30"
 @dataclass(frozen=True)
 class DeployedStack:
     outputs: dict[str, str]
-    resources: dict[str, str]  # logical id -> physical id
     state_machine_arn: str
     functions: dict[str, str]  # logical id -> function name
 
@@ -165,4 +164,4 @@ def _deploy(assembly: Path, region: str) -> DeployedStack:
     state_machine_arn = _create_state_machine(template, resources, bucket, region)
     functions = {k: resources[k] for k, r in template["Resources"].items()
                  if r["Type"] == "AWS::Lambda::Function" and k in resources}
-    return DeployedStack(outputs=outputs, resources=resources, state_machine_arn=state_machine_arn, functions=functions)
+    return DeployedStack(outputs=outputs, state_machine_arn=state_machine_arn, functions=functions)
