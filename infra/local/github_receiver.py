@@ -95,10 +95,6 @@ class LocalGitHub:
                 counts[key] = counts.get(key, 0) + 1
         return counts
 
-    def duplicated(self) -> int:
-        """Records beyond the first for any one key: side effects that were duplicated."""
-        return sum(n - 1 for n in self.issues_by_key().values() if n > 1)
-
     def _create(self, owner: str, repo: str, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             number = len(self._issues) + 1
