@@ -17,17 +17,13 @@ class Stage(StrEnum):
 WORK_STAGES: tuple[Stage, ...] = tuple(Stage)
 
 
-class RunState(StrEnum):
-    """Where a run is: a stage, or one of the states around the stages."""
+def _stages_between(first: dict[str, str], last: dict[str, str]) -> dict[str, str]:
+    return {**first, **{stage.name: stage.value for stage in Stage}, **last}
 
-    CREATED = "created"
-    INSPECT = "inspect"
-    PLAN = "plan"
-    EXECUTE = "execute"
-    VERIFY = "verify"
-    AWAIT_REVIEW = "await_review"
-    COMPLETE = "complete"
-    NEEDS_PERSON = "needs_person"
+
+# Where a run is: a stage, or one of the states around the stages. Built from Stage, so the stage
+# names are written once.
+RunState = StrEnum("RunState", _stages_between({"CREATED": "created"}, {"NEEDS_PERSON": "needs_person"}))
 
 
 class RunStatus(StrEnum):
@@ -97,15 +93,6 @@ class RecoveryAction(StrEnum):
     DONE = "done"
 
 
-class NextAction(StrEnum):
-    """What a restart assessment says is safe next: a stage, nothing (done), or a person.
-    The state machine's "Route to next stage" Choice matches these values."""
-
-    INSPECT = "inspect"
-    PLAN = "plan"
-    EXECUTE = "execute"
-    VERIFY = "verify"
-    AWAIT_REVIEW = "await_review"
-    COMPLETE = "complete"
-    DONE = "done"
-    NEEDS_PERSON = "needs_person"
+# What a restart assessment says is safe next: a stage, nothing (done), or a person. The state
+# machine's "Route to next stage" Choice matches these values.
+NextAction = StrEnum("NextAction", _stages_between({}, {"DONE": "done", "NEEDS_PERSON": "needs_person"}))
