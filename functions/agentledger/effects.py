@@ -48,7 +48,6 @@ from .restart import evaluate_evidence
 from .states import DecisionKind
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
-EFFECT_CRASH_POINTS: tuple[str, ...] = ("before_call", "after_accept", "after_record")
 
 
 @dataclass(frozen=True)

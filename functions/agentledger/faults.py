@@ -1,10 +1,35 @@
 """Named crash points. In production nothing is installed and `reach` does nothing; the local
-runtime installs an injector to kill a handler the way a real crash would."""
+runtime installs an injector to kill a handler the way a real crash would.
+
+The vocabulary of points (`CRASH_POINTS`, `parse_crash`) lives here with no heavy import, so the
+CLI can check `--crash STAGE:POINT` without loading pydantic, Powertools or the AWS SDK."""
 from __future__ import annotations
 
 from typing import Protocol
 
+from .states import Stage
+
 STAGE_CRASH_POINTS: tuple[str, ...] = ("before_work", "after_artifacts", "after_commit")
+EFFECT_CRASH_POINTS: tuple[str, ...] = ("before_call", "after_accept", "after_record")
+# Effect points are reached while an effect is delivered, so only the stages that own an effect
+# have them. Written out rather than read from `effects.EFFECTS`, whose import is heavy; a unit
+# test keeps the two in agreement.
+STAGES_WITH_EFFECTS: frozenset[Stage] = frozenset({Stage.AWAIT_REVIEW, Stage.COMPLETE})
+CRASH_POINTS: dict[str, tuple[str, ...]] = {
+    stage.value: STAGE_CRASH_POINTS + (EFFECT_CRASH_POINTS if stage in STAGES_WITH_EFFECTS else ())
+    for stage in Stage
+}
+# The local API's request header that arms a crash for the run the request creates.
+CRASH_HEADER = "X-Agentledger-Crash"
+
+
+def parse_crash(spec: str) -> tuple[str, str]:
+    """`stage:point` as (stage, point); a ValueError that lists the known points otherwise."""
+    stage, _, point = spec.partition(":")
+    if stage not in CRASH_POINTS or point not in CRASH_POINTS[stage]:
+        known = ", ".join(f"{s}:{p}" for s, points in CRASH_POINTS.items() for p in points)
+        raise ValueError(f"unknown crash point {spec!r}; known: {known}")
+    return stage, point
 
 
 class SimulatedCrash(BaseException):

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
 from agentledger.states import RunStatus
 
 from . import render
 from .client import ApiClient, ApiError, ApiUnreachable
-from infra.local.faults import CRASH_POINTS, parse_crash
 
 DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
@@ -144,8 +144,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             parse_crash(args.crash)
         except ValueError as error:
             raise CliError(str(error)) from None
-        from infra.local.server import CRASH_HEADER  # noqa: PLC0415 — the local server's header, imported only when used
-
         headers[CRASH_HEADER] = args.crash
     client = _client(args)
     body = {"repository": str(repository), "request": args.request, "environment": "dev"}
@@ -223,9 +221,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from infra.local import metrics  # noqa: PLC0415
-
-    return metrics.main(args)
+    _emit(args, _client(args).get("/_local/metrics"), render.metrics_summary)
+    return 0
 
 
 # -- the parser --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ CRASH_POINT_MEANINGS = {
     "after_record": "effect confirmed and recorded, handler not yet returned (fires once)",
 }
 EFFECT_FIELDS = ("kind", "status", "receiver", "receiver_id", "attempts", "key", "error")
+METRICS_TIMINGS = ("time_to_handoff_s", "review_wait_s")
 BOX_WIDTH = 96
 REQUEST_COLUMN_WIDTH = 40
 
@@ -165,6 +166,23 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = [(r["run_id"], r["status"], r["state"], when(r.get("created_at")), r["repository"],
              truncate(r["request"], REQUEST_COLUMN_WIDTH)) for r in runs]
     return "\n".join(table(("RUN", "STATUS", "STATE", "CREATED", "REPOSITORY", "REQUEST"), rows))
+
+
+def metrics_summary(summary: Mapping[str, Any]) -> str:
+    """The local API's metrics summary (`/_local/metrics`): counts first, then timing statistics."""
+    # Timings are picked by name, not by being dicts: one never measured is None, not a count.
+    rows = [(key.replace("_", " "), "-" if value is None else str(value)) for key, value in summary.items()
+            if key not in METRICS_TIMINGS and key not in ("namespace", "stage_duration_s")]
+    rows += [(key.replace("_", " "), _timing(summary[key])) for key in METRICS_TIMINGS]
+    rows += [(f"stage duration {stage} (s)", _timing(stats)) for stage, stats in summary["stage_duration_s"].items()]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"metrics in namespace {summary['namespace']} (from the EMF records the handlers emitted)"]
+    lines += [f"  {label.ljust(width)}  {value}" for label, value in rows]
+    return "\n".join(lines)
+
+
+def _timing(stats: Mapping[str, Any] | None) -> str:
+    return "-" if stats is None else f"avg {stats['avg']}  max {stats['max']}  n={stats['count']}"
 
 
 # -- the whole ledger of a run -----------------------------------------------------------------

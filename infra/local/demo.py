@@ -13,15 +13,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from agentledger.faults import CRASH_HEADER
 from infra import PROJECT_ROOT
 from infra.cli import render
 from infra.cli.client import ApiClient, ApiError
 from infra.cli.main import follow_run
+from infra.cli.render import metrics_summary as render_metrics
 
 from .metrics import emitted_metrics, summarize
-from .metrics import render as render_metrics
 from .runtime import LocalRuntime
-from .server import CRASH_HEADER, LocalApiServer
+from .server import LocalApiServer
 
 INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
 LOST_TICKET_RESPONSE = "complete:after_accept"  # the tracker holds the ticket, the answer is lost

@@ -11,23 +11,9 @@ import threading
 from dataclasses import dataclass, field
 
 from agentledger import faults
-from agentledger.effects import EFFECT_CRASH_POINTS, EFFECTS
-from agentledger.faults import STAGE_CRASH_POINTS
-from agentledger.models import Stage
+from agentledger.faults import CRASH_POINTS, EFFECT_CRASH_POINTS, parse_crash
 
-_STAGES_WITH_EFFECTS = {spec.stage for spec in EFFECTS.values()}
-CRASH_POINTS: dict[str, tuple[str, ...]] = {
-    stage.value: STAGE_CRASH_POINTS + (EFFECT_CRASH_POINTS if stage in _STAGES_WITH_EFFECTS else ())
-    for stage in Stage
-}
-
-
-def parse_crash(spec: str) -> tuple[str, str]:
-    stage, _, point = spec.partition(":")
-    if stage not in CRASH_POINTS or point not in CRASH_POINTS[stage]:
-        known = ", ".join(f"{s}:{p}" for s, points in CRASH_POINTS.items() for p in points)
-        raise ValueError(f"unknown crash point {spec!r}; known: {known}")
-    return stage, point
+__all__ = ["CRASH_POINTS", "ArmedCrash", "CrashSwitchboard"]  # the points it accepts go with the switchboard
 
 
 @dataclass

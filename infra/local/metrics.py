@@ -2,7 +2,6 @@
 their log groups — the same records CloudWatch turns into metrics on AWS."""
 from __future__ import annotations
 
-import argparse
 import json
 from collections import defaultdict
 from typing import Any
@@ -73,25 +72,3 @@ def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
         "review_wait_s": _stats(by_name.get(names.REVIEW_WAIT, [])),
         "stage_duration_s": {stage: _stats(values) for stage, values in sorted(by_stage.items())},
     }
-
-
-def render(summary: dict[str, Any]) -> str:
-    rows = [(key.replace("_", " "), "-" if value is None else value) for key, value in summary.items()
-            if not isinstance(value, dict) and key != "namespace"]
-    for key in ("time_to_handoff_s", "review_wait_s"):
-        stats = summary[key]
-        rows.append((key.replace("_", " "), "-" if stats is None else f"avg {stats['avg']}  max {stats['max']}  n={stats['count']}"))
-    for stage, stats in summary["stage_duration_s"].items():
-        rows.append((f"stage duration {stage} (s)", f"avg {stats['avg']}  max {stats['max']}  n={stats['count']}"))
-    width = max(len(label) for label, _ in rows)
-    lines = [f"metrics in namespace {summary['namespace']} (from the EMF records the handlers emitted)"]
-    lines += [f"  {label.ljust(width)}  {value}" for label, value in rows]
-    return "\n".join(lines)
-
-
-def main(args: argparse.Namespace) -> int:
-    from infra.cli.client import ApiClient  # noqa: PLC0415 — the CLI's client, only needed here
-
-    summary = ApiClient(args.api).get("/_local/metrics")
-    print(json.dumps(summary) if args.json else render(summary))
-    return 0

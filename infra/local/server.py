@@ -10,12 +10,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from agentledger.faults import CRASH_HEADER
 from agentledger.service import run_id_for
 
 from .metrics import emitted_metrics, summarize
 from .runtime import LocalRuntime
 
-CRASH_HEADER = "X-Agentledger-Crash"
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
 DEFAULT_PORT = 8787

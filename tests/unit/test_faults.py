@@ -5,8 +5,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentledger import faults
+from agentledger import effects, faults
 from agentledger.faults import SimulatedCrash
+from agentledger.states import Stage
 
 pytestmark = pytest.mark.unit
 
@@ -73,3 +74,21 @@ def test_a_later_install_replaces_the_earlier_injector() -> None:
     with pytest.raises(SimulatedCrash):
         faults.reach("run-1", "verify", "before_work", "run-1-start")
 
+
+def test_the_stages_with_effect_crash_points_are_the_stages_that_own_an_effect() -> None:
+    assert faults.STAGES_WITH_EFFECTS == {spec.stage for spec in effects.EFFECTS.values()}
+
+
+def test_every_stage_has_the_stage_points_and_only_stages_with_effects_have_the_effect_points() -> None:
+    assert set(faults.CRASH_POINTS) == {stage.value for stage in Stage}
+    for stage, points in faults.CRASH_POINTS.items():
+        expected_effect_points = faults.EFFECT_CRASH_POINTS if stage in faults.STAGES_WITH_EFFECTS else ()
+        assert points == faults.STAGE_CRASH_POINTS + expected_effect_points
+
+
+def test_parse_crash_splits_a_known_point_and_lists_the_known_ones_otherwise() -> None:
+    assert faults.parse_crash("complete:after_accept") == ("complete", "after_accept")
+    with pytest.raises(ValueError, match="unknown crash point 'plan:after_accept'; known: inspect:before_work"):
+        faults.parse_crash("plan:after_accept")
+    with pytest.raises(ValueError, match="unknown crash point 'nowhere'"):
+        faults.parse_crash("nowhere")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from agentledger.faults import CRASH_POINTS
 from infra.cli import render
-from infra.local.faults import CRASH_POINTS
 
 pytestmark = pytest.mark.unit
 
@@ -163,3 +163,22 @@ def test_crash_points_have_a_meaning_each() -> None:
     assert len(lines) == sum(len(points) for points in CRASH_POINTS.values())
     assert all(len(line.split(None, 1)) == 2 for line in lines)
     assert "outputs written to S3, ledger not yet committed" in line_with("\n".join(lines), "verify:after_artifacts")
+
+
+def test_metrics_summary_lists_counts_then_timings_with_dashes_for_what_was_never_measured() -> None:
+    summary = {
+        "namespace": "AgentLedger", "runs_started": 3, "runs_resumed": 1, "recovery_rate": None,
+        "time_to_handoff_s": {"count": 2, "avg": 1.5, "max": 2.0}, "review_wait_s": None,
+        "stage_duration_s": {"plan": {"count": 4, "avg": 0.25, "max": 0.5}},
+    }
+
+    lines = render.metrics_summary(summary).splitlines()
+
+    assert lines[0] == "metrics in namespace AgentLedger (from the EMF records the handlers emitted)"
+    assert [line.split("  ")[1] for line in lines[1:]] == [
+        "runs started", "runs resumed", "recovery rate", "time to handoff s", "review wait s",
+        "stage duration plan (s)"]
+    assert line_with("\n".join(lines), "recovery rate").endswith("  -")
+    assert line_with("\n".join(lines), "time to handoff s").endswith("avg 1.5  max 2.0  n=2")
+    assert line_with("\n".join(lines), "review wait s").endswith("  -")
+    assert line_with("\n".join(lines), "stage duration plan").endswith("avg 0.25  max 0.5  n=4")

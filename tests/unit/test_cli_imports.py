@@ -1,0 +1,28 @@
+"""The CLI is a thin HTTP client: building its parser loads neither the AWS SDK, Powertools,
+pydantic, moto nor the CDK, so `agentledger --help` starts at once."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from infra import PROJECT_ROOT
+
+pytestmark = pytest.mark.unit
+
+HEAVY_PACKAGES = ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "moto", "aws_cdk")
+# A fresh interpreter: this one has already imported the whole stack through the test fixtures.
+PROBE = f"""
+import sys
+from infra.cli.main import build_parser
+build_parser()
+print(" ".join(sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY_PACKAGES!r}))))
+"""
+
+
+def test_building_the_cli_parser_imports_no_heavy_package() -> None:
+    probe = subprocess.run([sys.executable, "-c", PROBE], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                           check=True)
+
+    assert probe.stdout.split() == []
