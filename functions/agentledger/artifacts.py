@@ -15,6 +15,16 @@ def run_prefix(run_id: str) -> str:
     return f"runs/{run_id}/"
 
 
+def artifact_key(run_id: str, stage: Stage, name: str, digest: str) -> str:
+    """The key holds the content hash, so writing the same output again (a retry) is a no-op and
+    a different output never overwrites evidence an earlier attempt left behind."""
+    return f"{run_prefix(run_id)}{stage.value}/{digest[:16]}/{name}"
+
+
+def json_bytes(document: Any) -> bytes:
+    return json.dumps(document, indent=2, sort_keys=True).encode()
+
+
 class ArtifactStore:
     def __init__(self, bucket: str, s3_client: Any) -> None:
         self.bucket = bucket
@@ -25,9 +35,7 @@ class ArtifactStore:
 
     def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
         digest = sha256_bytes(data)
-        # The key holds the content hash, so writing the same output again (a retry) is a no-op
-        # and a different output never overwrites evidence an earlier attempt left behind.
-        key = f"{run_prefix(run_id)}{stage.value}/{digest[:16]}/{name}"
+        key = artifact_key(run_id, stage, name, digest)
         self._s3.put_object(
             Bucket=self.bucket,
             Key=key,
@@ -39,8 +47,7 @@ class ArtifactStore:
         return ArtifactRef(name=name, stage=stage, key=key, sha256=digest, size=len(data), media_type=media_type)
 
     def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef:
-        data = json.dumps(document, indent=2, sort_keys=True).encode()
-        return self.put(run_id, stage, name, data, "application/json")
+        return self.put(run_id, stage, name, json_bytes(document), "application/json")
 
     def put_text(self, run_id: str, stage: Stage, name: str, text: str, media_type: str = "text/plain") -> ArtifactRef:
         return self.put(run_id, stage, name, text.encode(), f"{media_type}; charset=utf-8")

@@ -95,13 +95,6 @@ _KIND_BY_MODEL = {kind.model: kind for kind in RECORD_KINDS}
 _KIND_BY_PREFIX = {kind.prefix: kind for kind in RECORD_KINDS}
 
 
-def _sort_key(record: Record) -> str:
-    kind = _KIND_BY_MODEL.get(type(record))
-    if kind is None:
-        raise TypeError(f"no ledger key for {type(record).__name__}")
-    return kind.key(record)
-
-
 def _run_item(run: Run) -> dict[str, Any]:
     item = run.model_dump(mode="json")
     item.update(
@@ -122,6 +115,38 @@ def new_decision(kind: str, summary: str, details: dict[str, Any], execution: st
         details=details,
         execution=execution,
     )
+
+
+def next_version(run: Run, *, reason: str, execution: str | None, to_state: RunState | None,
+                 status: RunStatus | None, changes: dict[str, Any] | None,
+                 records: list[Record]) -> tuple[Run, list[Record]]:
+    """The run one version on and the records to commit with it. A state change must be allowed by
+    the transition table and leaves a Transition record."""
+    updated = run.model_copy(update={**(changes or {}), "version": run.version + 1, "updated_at": utc_now()})
+    records = list(records)
+    if to_state is not None and to_state != run.state:
+        check_transition(run.state, to_state)
+        updated.state = to_state
+        records.append(Transition(version=updated.version, from_state=run.state, to_state=to_state,
+                                  execution=execution, reason=reason))
+    if status is not None:
+        updated.status = status
+    return updated, records
+
+
+def created_transition() -> Transition:
+    return Transition(version=0, from_state=RunState.CREATED, to_state=RunState.CREATED, reason="run created")
+
+
+def record_key(record: Record) -> str:
+    kind = _KIND_BY_MODEL.get(type(record))
+    if kind is None:
+        raise TypeError(f"no ledger key for {type(record).__name__}")
+    return kind.key(record)
+
+
+def place_record(ledger: Ledger, record: Record) -> None:
+    _KIND_BY_MODEL[type(record)].place(ledger, record)
 
 
 class LedgerStore:
@@ -157,7 +182,7 @@ class LedgerStore:
         for item in items:
             kind = _KIND_BY_PREFIX.get(item["sk"].split("#", 1)[0])
             if kind is not None:
-                kind.place(ledger, kind.model.model_validate(item))
+                place_record(ledger, kind.model.model_validate(item))
         ledger.artifacts.sort(key=lambda a: a.created_at)
         return ledger
 
@@ -186,7 +211,7 @@ class LedgerStore:
 
     # -- writes --------------------------------------------------------------------------
     def create_run(self, run: Run, decision: Decision) -> Run:
-        transition = Transition(version=0, from_state=RunState.CREATED, to_state=RunState.CREATED, reason="run created")
+        transition = created_transition()
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -214,19 +239,9 @@ class LedgerStore:
         records: list[Record] = (),  # type: ignore[assignment]
     ) -> Run:
         """Commit a change to a run and the records that go with it, all or nothing, only if
-        nobody else changed the run since `run` was read. A state change must be allowed by the
-        transition table and leaves a Transition record."""
-        updated = run.model_copy(update={**(changes or {}), "version": run.version + 1, "updated_at": utc_now()})
-        records = list(records)
-        if to_state is not None and to_state != run.state:
-            check_transition(run.state, to_state)
-            updated.state = to_state
-            records.append(
-                Transition(version=updated.version, from_state=run.state, to_state=to_state,
-                           execution=execution, reason=reason)
-            )
-        if status is not None:
-            updated.status = status
+        nobody else changed the run since `run` was read."""
+        updated, records = next_version(run, reason=reason, execution=execution, to_state=to_state, status=status,
+                                        changes=changes, records=records)
         items = [
             {"Put": {"TableName": self._table_name, "Item": _run_item(updated),
                      "ConditionExpression": "version = :v",
@@ -250,7 +265,7 @@ class LedgerStore:
 
     def _put(self, run_id: str, record: Record) -> dict[str, Any]:
         item = _to_dynamo(record.model_dump(mode="json"))
-        item.update(pk=_pk(run_id), sk=_sort_key(record))
+        item.update(pk=_pk(run_id), sk=record_key(record))
         return {"Put": {"TableName": self._table_name, "Item": item}}
 
 

@@ -28,8 +28,7 @@ DEFAULT_REQUEST = "Write tests for the functions that lack them"
 DEFAULT_WAIT_TIMEOUT_S = 120.0
 POLL_INTERVAL_S = 0.3
 # Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
-SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON,
-                     RunStatus.FAILED, RunStatus.CANCELLED})
+SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
 

@@ -11,7 +11,7 @@ import pytest
 from agentledger.ledger import (
     REVIEW_SK,
     _from_dynamo,
-    _sort_key,
+    record_key,
     _to_dynamo,
     decode_cursor,
     encode_cursor,
@@ -140,7 +140,7 @@ def test_each_record_kind_has_its_own_key() -> None:
         Effect(key="k-1", kind="ticket", stage=Stage.COMPLETE, receiver="tracker",
                status=EffectStatus.INTENDED, request={}),
     ]
-    keys = [_sort_key(record) for record in records]
+    keys = [record_key(record) for record in records]
     assert keys == ["STAGE#plan", "EVIDENCE#plan", f"ARTIFACT#plan#plan.json#{'a' * 16}",
                     "TRANSITION#00000003", f"DECISION#{records[4].decision_id}", REVIEW_SK, "EFFECT#k-1"]
     assert len(set(keys)) == len(keys)
@@ -148,21 +148,21 @@ def test_each_record_kind_has_its_own_key() -> None:
 
 
 def test_stage_keys_are_distinct_per_stage() -> None:
-    keys = {_sort_key(b.stage_record(stage)) for stage in Stage}
+    keys = {record_key(b.stage_record(stage)) for stage in Stage}
     assert len(keys) == len(Stage)
 
 
 def test_the_same_artifact_name_with_new_content_is_kept_alongside_the_old() -> None:
     old, new = _artifact("plan.json", "a" * 64), _artifact("plan.json", "b" * 64)
-    assert _sort_key(old) != _sort_key(new)
-    assert _sort_key(_artifact("plan.json", "a" * 64)) == _sort_key(old)  # same content: same item
+    assert record_key(old) != record_key(new)
+    assert record_key(_artifact("plan.json", "a" * 64)) == record_key(old)  # same content: same item
 
 
 def test_transition_keys_sort_by_version_numerically() -> None:
     versions = [1, 2, 9, 10, 11, 99, 100, 12345]
-    keys = [_sort_key(_transition(v)) for v in reversed(versions)]
-    assert sorted(keys) == [_sort_key(_transition(v)) for v in versions]
-    assert _sort_key(_transition(10)) > _sort_key(_transition(9))
+    keys = [record_key(_transition(v)) for v in reversed(versions)]
+    assert sorted(keys) == [record_key(_transition(v)) for v in versions]
+    assert record_key(_transition(10)) > record_key(_transition(9))
 
 
 def test_decision_keys_are_unique_and_sort_by_time() -> None:
@@ -170,20 +170,20 @@ def test_decision_keys_are_unique_and_sort_by_time() -> None:
         Decision(decision_id="2024-01-01T00:00:02.000+00:00#aaaa0000", kind="review", summary="s"),
         Decision(decision_id="2024-01-01T00:00:01.000+00:00#ffff0000", kind="review", summary="s"),
     ]
-    assert sorted(_sort_key(d) for d in decisions) == [_sort_key(decisions[1]), _sort_key(decisions[0])]
+    assert sorted(record_key(d) for d in decisions) == [record_key(decisions[1]), record_key(decisions[0])]
     made = [new_decision("review", "s", {}) for _ in range(50)]
-    assert len({_sort_key(d) for d in made}) == 50
+    assert len({record_key(d) for d in made}) == 50
 
 
 def test_a_record_the_ledger_does_not_store_has_no_key() -> None:
     with pytest.raises(TypeError, match="Run"):
-        _sort_key(b.run())
+        record_key(b.run())
 
 
 def test_stage_record_status_does_not_change_its_key() -> None:
     # Invalidating a stage overwrites it rather than adding a second record.
     record = b.stage_record(Stage.VERIFY)
-    assert _sort_key(record) == _sort_key(record.model_copy(update={"status": StageStatus.INVALIDATED}))
+    assert record_key(record) == record_key(record.model_copy(update={"status": StageStatus.INVALIDATED}))
 
 
 def test_a_cursor_naming_attributes_the_index_does_not_have_is_refused() -> None:

@@ -1,0 +1,168 @@
+"""In-memory adapters of agentledger.ports: the same semantics as the AWS adapters (versioned,
+all-or-nothing ledger writes; content-addressed, integrity-checked artifacts; start-once
+executions), held in dictionaries behind a lock."""
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentledger.agent.source import SourceSnapshot, snapshot_directory
+from agentledger.artifacts import artifact_key, json_bytes, run_prefix
+from agentledger.errors import (
+    ArtifactIntegrityError,
+    ConcurrentModificationError,
+    RunAlreadyExistsError,
+    RunNotFoundError,
+)
+from agentledger.fingerprints import sha256_bytes
+from agentledger.ledger import created_transition, next_version, place_record, record_key
+from agentledger.models import ArtifactRef, Decision, Ledger, Record, Run, RunState, RunStatus, Stage
+
+
+class InMemoryLedger:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, Run] = {}
+        self._records: dict[str, dict[str, Record]] = {}
+
+    def get_run(self, run_id: str) -> Run:
+        with self._lock:
+            if run_id not in self._runs:
+                raise RunNotFoundError(f"no run with id {run_id!r}")
+            return self._runs[run_id]
+
+    def load(self, run_id: str) -> Ledger:
+        with self._lock:
+            if run_id not in self._runs:
+                raise RunNotFoundError(f"no run with id {run_id!r}")
+            ledger = Ledger(run=self._runs[run_id])
+            for key in sorted(self._records[run_id]):
+                place_record(ledger, self._records[run_id][key])
+        ledger.artifacts.sort(key=lambda a: a.created_at)
+        return ledger
+
+    def list_runs(self, status: RunStatus | None = None, limit: int = 20,
+                  cursor: str | None = None) -> tuple[list[Run], str | None]:
+        with self._lock:
+            runs = sorted((r for r in self._runs.values() if status is None or r.status == status),
+                          key=lambda r: (r.created_at, r.run_id), reverse=True)
+        start = int(cursor or 0)
+        page = runs[start:start + limit]
+        return page, str(start + limit) if start + limit < len(runs) else None
+
+    def create_run(self, run: Run, decision: Decision) -> Run:
+        with self._lock:
+            if run.run_id in self._runs:
+                raise RunAlreadyExistsError(f"run {run.run_id} already exists")
+            self._runs[run.run_id] = run
+            self._records[run.run_id] = {record_key(r): r for r in (created_transition(), decision)}
+        return run
+
+    def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
+              status: RunStatus | None = None, changes: dict[str, Any] | None = None,
+              records: list[Record] = ()) -> Run:  # type: ignore[assignment]
+        updated, records = next_version(run, reason=reason, execution=execution, to_state=to_state, status=status,
+                                        changes=changes, records=list(records))
+        with self._lock:
+            if self._runs[run.run_id].version != run.version:
+                raise ConcurrentModificationError(f"run {run.run_id} changed since version {run.version} was read")
+            self._runs[run.run_id] = updated
+            self._records[run.run_id].update({record_key(r): r for r in records})
+        return updated
+
+    def append(self, run_id: str, record: Record) -> None:
+        with self._lock:
+            self._records[run_id][record_key(record)] = record
+
+
+class InMemoryArtifacts:
+    def __init__(self, bucket: str = "memory-bucket") -> None:
+        self.bucket = bucket
+        self.objects: dict[str, bytes] = {}
+
+    def location(self, run_id: str) -> str:
+        return f"memory://{self.bucket}/{run_prefix(run_id)}"
+
+    def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
+        digest = sha256_bytes(data)
+        key = artifact_key(run_id, stage, name, digest)
+        self.objects[key] = data
+        return ArtifactRef(name=name, stage=stage, key=key, sha256=digest, size=len(data), media_type=media_type)
+
+    def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef:
+        return self.put(run_id, stage, name, json_bytes(document), "application/json")
+
+    def put_text(self, run_id: str, stage: Stage, name: str, text: str, media_type: str = "text/plain") -> ArtifactRef:
+        return self.put(run_id, stage, name, text.encode(), f"{media_type}; charset=utf-8")
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        data = self.objects[ref.key]
+        if sha256_bytes(data) != ref.sha256:
+            raise ArtifactIntegrityError(f"artifact {ref.key} does not match its recorded sha256")
+        return data
+
+    def get_json(self, ref: ArtifactRef) -> Any:
+        return json.loads(self.get(ref))
+
+    def presigned_url(self, ref: ArtifactRef) -> str:
+        return f"memory://{self.bucket}/{ref.key}"
+
+    def list_keys(self, prefix: str) -> list[str]:
+        return sorted(key for key in self.objects if key.startswith(prefix))
+
+
+@dataclass
+class RecordingExecutions:
+    """Starts each named execution once and records every answer to a task token."""
+
+    started: Counter[str] = field(default_factory=Counter)
+    statuses: dict[str, str] = field(default_factory=dict)
+    answers: list[tuple[str, str, Any]] = field(default_factory=list)
+    live_tokens: set[str] | None = None  # None: every token is live
+
+    def start(self, name: str, run_id: str) -> str:
+        self.started[name] += 1
+        self.statuses.setdefault(name, "RUNNING")
+        return f"arn:memory:execution:{name}"
+
+    def status(self, name: str) -> str | None:
+        return self.statuses.get(name)
+
+    def _answer(self, kind: str, token: str, detail: Any) -> bool:
+        self.answers.append((kind, token, detail))
+        return self.live_tokens is None or token in self.live_tokens
+
+    def succeed_task(self, task_token: str, output: dict[str, Any]) -> bool:
+        return self._answer("success", task_token, output)
+
+    def fail_task(self, task_token: str, error: str, cause: str) -> bool:
+        return self._answer("failure", task_token, error)
+
+    def heartbeat(self, task_token: str) -> bool:
+        return self._answer("heartbeat", task_token, None)
+
+    def answered(self, kind: str) -> list[tuple[str, str, Any]]:
+        return [answer for answer in self.answers if answer[0] == kind]
+
+
+class DirectorySources:
+    """Local paths only, hashed as the real resolver hashes them."""
+
+    def snapshot(self, repository: str) -> SourceSnapshot:
+        return snapshot_directory(Path(repository))
+
+
+@dataclass
+class RecordingMetrics:
+    counts: Counter[str] = field(default_factory=Counter)
+    timings: list[tuple[str, float, str | None]] = field(default_factory=list)
+
+    def count(self, name: str, value: float = 1) -> None:
+        self.counts[name] += value
+
+    def seconds(self, name: str, value: float, stage: str | None = None) -> None:
+        self.timings.append((name, value, stage))

@@ -1,0 +1,227 @@
+"""Workflow, RunService and EffectRunner on the in-memory adapters: the stage protocol, skipping
+on valid evidence, invalidation, handoff, reviews and effect reconciliation, with no moto."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agentledger.config import Settings
+from agentledger.effects import EffectRunner
+from agentledger.errors import (
+    EffectUnconfirmedError,
+    ReviewRejectedError,
+    StaleContextError,
+    SupersededExecutionError,
+)
+from agentledger.models import Handoff, RunStatus, Stage, StageStatus
+from agentledger.service import CreateRunRequest, ReviewRequest, RunConflictError, RunService
+from agentledger.workflow import Workflow
+from tests.fakes.adapters import (
+    DirectorySources,
+    InMemoryArtifacts,
+    InMemoryLedger,
+    RecordingExecutions,
+    RecordingMetrics,
+)
+from tests.fakes.agent import InstantAgent
+from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryIdempotency, InMemoryTracker
+from tests.samples import EDITED_FILE, edit_sample_repository, write_sample_repository
+
+TOKEN = "task-token-1"
+UP_TO_REVIEW = (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY)
+
+
+@dataclass
+class World:
+    repo: Path
+    ledger: InMemoryLedger
+    artifacts: InMemoryArtifacts
+    executions: RecordingExecutions
+    metrics: RecordingMetrics
+    agent: InstantAgent
+    tracker: InMemoryTracker
+    workflow: Workflow
+    service: RunService
+    effects: EffectRunner
+
+    def create(self, key: str = "key-1") -> tuple[str, str]:
+        created = self.service.create(CreateRunRequest(repository=str(self.repo), request="write tests"), key)
+        return created["run_id"], created["execution"]
+
+    def to_review(self) -> tuple[str, str]:
+        run_id, execution = self.create()
+        for stage in UP_TO_REVIEW:
+            self.workflow.run_stage(stage, run_id, execution)
+        self.workflow.run_stage(Stage.AWAIT_REVIEW, run_id, execution, TOKEN)
+        return run_id, execution
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    settings = Settings(ledger_table="ledger", artifact_bucket="bucket", idempotency_table="idempotency",
+                        environment="dev", state_machine_arn="arn:memory:stateMachine:run", test_timeout_s=60,
+                        workspace_root=tmp_path / "workspaces", max_replans=3, agent_spec=None)
+    ledger, artifacts, executions, metrics = InMemoryLedger(), InMemoryArtifacts(), RecordingExecutions(), RecordingMetrics()
+    sources, agent, tracker = DirectorySources(), InstantAgent(), InMemoryTracker()
+    return World(
+        repo=write_sample_repository(tmp_path / "repo"), ledger=ledger, artifacts=artifacts, executions=executions,
+        metrics=metrics, agent=agent, tracker=tracker,
+        workflow=Workflow(settings, ledger, artifacts, sources, agent, executions, metrics),
+        service=RunService(settings, ledger, artifacts, sources, executions, metrics),
+        effects=EffectRunner(settings, ledger, artifacts, sources, {"tickets": tracker}, InMemoryIdempotency(),
+                             metrics),
+    )
+
+
+def test_each_stage_commits_its_record_evidence_and_artifacts_through_to_completion(world: World) -> None:
+    run_id, execution = world.to_review()
+    ledger = world.ledger.load(run_id)
+    assert ledger.run.status == RunStatus.AWAITING_REVIEW
+    assert set(ledger.evidence) == {"source_tree", "plan", "test_changes", "test_run"}
+    for stage in UP_TO_REVIEW:
+        record = ledger.stages[stage.value]
+        assert record.status == StageStatus.COMPLETE and record.outputs
+        assert all(key in world.artifacts.objects for key in record.outputs)
+
+    world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=ledger.run.plan_digest))
+    assert world.executions.answered("success")[0][1] == TOKEN
+    world.workflow.run_stage(Stage.COMPLETE, run_id, execution)
+    done = world.ledger.load(run_id)
+    assert done.run.status == RunStatus.COMPLETE
+    assert set(done.evidence) >= {"approval", "summary"}
+
+
+def test_a_stage_with_valid_evidence_is_skipped_and_its_work_not_redone(world: World) -> None:
+    run_id, execution = world.create()
+    world.workflow.run_stage(Stage.INSPECT, run_id, execution)
+    again = world.workflow.run_stage(Stage.INSPECT, run_id, execution)
+    assert again["skipped"] is True
+    assert world.agent.calls["inspect"] == 1
+
+
+def test_an_edit_to_a_file_the_plan_read_invalidates_the_plan_once_and_restarts_at_inspect(world: World) -> None:
+    run_id, execution = world.create()
+    for stage in (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE):
+        world.workflow.run_stage(stage, run_id, execution)
+    edit_sample_repository(world.repo)
+
+    assessment = world.workflow.assess(run_id, execution)
+    assert assessment["next"] == "inspect"
+    ledger = world.ledger.load(run_id)
+    rejected = [d for d in ledger.decisions if d.kind == "stale_plan_rejected"]
+    assert len(rejected) == 1
+    assert EDITED_FILE in rejected[0].details["changed_files"]["modified"]
+    assert {ledger.stages[s].status for s in ("inspect", "plan", "execute")} == {StageStatus.INVALIDATED}
+    world.workflow.assess(run_id, execution)
+    assert len([d for d in world.ledger.load(run_id).decisions if d.kind == "stale_plan_rejected"]) == 1
+
+
+def test_a_stage_whose_upstream_went_stale_refuses_to_run(world: World) -> None:
+    run_id, execution = world.create()
+    world.workflow.run_stage(Stage.INSPECT, run_id, execution)
+    world.workflow.run_stage(Stage.PLAN, run_id, execution)
+    edit_sample_repository(world.repo)
+    with pytest.raises(StaleContextError, match="inspect is not valid"):
+        world.workflow.run_stage(Stage.EXECUTE, run_id, execution)
+    assert world.agent.calls["execute"] == 0
+
+
+def test_an_execution_that_no_longer_owns_the_run_is_refused(world: World) -> None:
+    run_id, _ = world.create()
+    with pytest.raises(SupersededExecutionError):
+        world.workflow.run_stage(Stage.INSPECT, run_id, "someone-else")
+
+
+def test_an_unknown_failure_hands_the_run_to_a_person_with_a_complete_record(world: World) -> None:
+    run_id, execution = world.create()
+    world.workflow.run_stage(Stage.INSPECT, run_id, execution)
+    verdict = world.workflow.classify(run_id, execution, {"Error": "KeyError", "Cause": '{"errorMessage": "boom"}'},
+                                      failed_stage="plan")
+    assert verdict["action"] == "handoff"
+    ledger = world.ledger.load(run_id)
+    assert ledger.run.status == RunStatus.NEEDS_PERSON
+    handoff = Handoff.model_validate(next(d for d in ledger.decisions if d.kind == "handoff").details)
+    assert handoff.attempted.stage == Stage.PLAN
+    assert handoff.response.error == "KeyError" and handoff.response.message == "boom"
+    assert handoff.partial_effect.complete_stages == [Stage.INSPECT]
+    assert run_id in handoff.recovery
+    assert world.metrics.counts["RunsHandedOff"] == 1
+
+
+def test_the_review_keeper_heartbeats_a_valid_review_and_fails_a_stale_one(world: World) -> None:
+    run_id, _ = world.to_review()
+    assert world.workflow.keep_reviews_alive()["heartbeats"] == 1
+    edit_sample_repository(world.repo)
+    assert world.workflow.keep_reviews_alive()["stale_failed"] == 1
+    assert world.executions.answered("failure") == [("failure", TOKEN, "StaleContextError")]
+
+
+def test_an_approval_of_another_plan_or_of_a_stale_plan_is_refused(world: World) -> None:
+    run_id, _ = world.to_review()
+    with pytest.raises(ReviewRejectedError, match="not sha256:old"):
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest="sha256:old"))
+    edit_sample_repository(world.repo)
+    current = world.ledger.get_run(run_id).plan_digest
+    with pytest.raises(ReviewRejectedError, match="stale"):
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=current))
+    assert world.executions.answered("failure")  # the waiting execution is woken to replan
+
+
+def test_one_idempotency_key_names_one_run_and_refuses_another_body(world: World) -> None:
+    first, _ = world.create("same")
+    second, _ = world.create("same")
+    assert first == second
+    assert world.executions.started == {f"{first}-start": 2}  # the same name: one execution
+    with pytest.raises(RunConflictError):
+        world.service.create(CreateRunRequest(repository=str(world.repo), request="something else"), "same")
+
+
+def test_repeated_resumes_start_one_execution(world: World) -> None:
+    run_id, execution = world.create()
+    world.workflow.classify(run_id, execution, {"Error": "KeyError"}, failed_stage="inspect")
+    first = world.service.resume(run_id)
+    second = world.service.resume(run_id)
+    assert first["execution"] == second["execution"] == f"{run_id}-resume-1"
+    assert world.ledger.get_run(run_id).resumes == 1
+
+
+def _ready_to_complete(world: World) -> tuple[str, str]:
+    run_id, execution = world.to_review()
+    world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=world.ledger.get_run(run_id).plan_digest))
+    return run_id, execution
+
+
+def test_a_ticket_is_written_once_and_confirmed(world: World) -> None:
+    run_id, execution = _ready_to_complete(world)
+    outcome = world.effects.deliver(run_id, execution, "ticket")
+    assert outcome["status"] == "confirmed"
+    assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
+    assert world.tracker.copies(outcome["key"]) == 1 and world.tracker.writes == 1
+
+
+def test_a_lost_response_is_reconciled_without_a_second_write(world: World) -> None:
+    run_id, execution = _ready_to_complete(world)
+    world.tracker.faults.append(DROP_RESPONSE)
+    with pytest.raises(EffectUnconfirmedError):
+        world.effects.deliver(run_id, execution, "ticket")
+    outcome = world.effects.deliver(run_id, execution, "ticket")  # the state machine's retry
+    assert outcome["status"] == "confirmed"
+    assert world.tracker.writes == 1 and world.tracker.copies(outcome["key"]) == 1
+    assert world.ledger.load(run_id).effects[outcome["key"]].duplicates_suppressed == 1
+
+
+def test_an_error_answer_is_looked_for_then_sent_again_once(world: World) -> None:
+    run_id, execution = _ready_to_complete(world)
+    world.tracker.faults.append(UNAVAILABLE)
+    with pytest.raises(Exception, match="not delivered"):
+        world.effects.deliver(run_id, execution, "ticket")
+    outcome = world.effects.deliver(run_id, execution, "ticket")
+    assert outcome["status"] == "confirmed" and world.tracker.copies(outcome["key"]) == 1
+
+
+def test_an_effect_without_a_receiver_is_skipped_and_recorded(world: World) -> None:
+    run_id, execution = _ready_to_complete(world)
+    assert world.effects.deliver(run_id, execution, "completion_notification")["status"] == "skipped"
+    assert any(d.kind == "effect_skipped" for d in world.ledger.load(run_id).decisions)
