@@ -1,0 +1,65 @@
+"""The state machine file and the restart policy name the same errors and actions: the ASL is
+JSON that Step Functions reads as it is, so the copies it forces are checked here."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentledger.restart import RETRYABLE_ERRORS
+from agentledger.states import NextAction, RecoveryAction, Verdict
+from infra import PROJECT_ROOT
+
+ASL = json.loads((PROJECT_ROOT / "statemachines" / "run.asl.json").read_text())
+STATES: dict[str, dict[str, Any]] = ASL["States"]
+TASKS = {name: state for name, state in STATES.items() if state["Type"] == "Task"}
+# Only the effect states can meet another attempt's idempotency lock; they wait it out longer.
+LOCK_WAIT = "EffectInProgressError"
+# A write sent without an answer is re-checked (never resent) by the effect states' own retry.
+RECHECK = "EffectUnconfirmedError"
+EFFECT_TASKS = {name for name, state in TASKS.items()
+                if any(LOCK_WAIT in retry["ErrorEquals"] for retry in state.get("Retry", []))}
+
+
+def _choices(state_name: str) -> dict[str, str]:
+    return {choice["StringEquals"]: choice["Next"] for choice in STATES[state_name]["Choices"]}
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_task_retries_the_transient_errors_the_policy_names(name: str) -> None:
+    retries = TASKS[name]["Retry"]
+    assert set(retries[0]["ErrorEquals"]) == RETRYABLE_ERRORS - {LOCK_WAIT}
+    retried = {error for retry in retries for error in retry["ErrorEquals"]}
+    assert retried <= RETRYABLE_ERRORS | {RECHECK}
+
+
+def test_the_lock_wait_is_retried_by_the_effect_states_and_only_there() -> None:
+    assert EFFECT_TASKS == {"Await review", "Open ticket", "Announce completion"}
+    for name in EFFECT_TASKS:
+        assert any(RECHECK in retry["ErrorEquals"] for retry in TASKS[name]["Retry"])
+
+
+def test_every_task_failure_is_caught_and_classified() -> None:
+    for name, state in TASKS.items():
+        if name == "Classify failure":
+            continue
+        assert [catch["ErrorEquals"] for catch in state["Catch"]] == [["States.ALL"]], name
+
+
+def test_every_next_action_of_an_assessment_is_routed() -> None:
+    routed = _choices("Route to next stage")
+    assert set(routed) == {action.value for action in NextAction} - {NextAction.NEEDS_PERSON}
+    assert STATES["Route to next stage"]["Default"] == "Handed to a person"
+    assert all(target in STATES for target in routed.values())
+
+
+def test_every_recovery_action_of_the_classifier_is_routed() -> None:
+    routed = _choices("Recovery route")
+    assert set(routed) == {action.value for action in RecoveryAction} - {RecoveryAction.HANDOFF}
+    assert STATES["Recovery route"]["Default"] == "Handed to a person"
+
+
+def test_only_an_approval_goes_on_to_completion() -> None:
+    assert _choices("Review decision") == {Verdict.APPROVE.value: "Open ticket"}
+    assert STATES["Review decision"]["Default"] == "Assess restart"
