@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from pydantic import BaseModel
 
 from infra.constructs.functions import LOG_RETENTION
 
@@ -16,51 +19,56 @@ STAGE_NAME = "v1"  # the API's version; the environment is the stack's, not the 
 THROTTLING_RATE_LIMIT = 20  # steady requests per second, across all clients
 THROTTLING_BURST_LIMIT = 40
 
-_STRING = apigw.JsonSchema(type=apigw.JsonSchemaType.STRING)
-_NON_EMPTY_STRING = apigw.JsonSchema(type=apigw.JsonSchemaType.STRING, min_length=1)
-
-START_RUN_SCHEMA = apigw.JsonSchema(
-    schema=apigw.JsonSchemaVersion.DRAFT4,
-    title="StartRunRequest",
-    type=apigw.JsonSchemaType.OBJECT,
-    required=["repository", "request"],
-    properties={
-        "repository": _NON_EMPTY_STRING,
-        "request": _NON_EMPTY_STRING,
-        "revision": _STRING,
-        "environment": _STRING,
-    },
-)
-REVIEW_SCHEMA = apigw.JsonSchema(
-    schema=apigw.JsonSchemaVersion.DRAFT4,
-    title="ReviewDecisionRequest",
-    type=apigw.JsonSchemaType.OBJECT,
-    required=["decision", "plan_digest"],
-    properties={
-        "decision": apigw.JsonSchema(
-            type=apigw.JsonSchemaType.STRING, enum=["approve", "request_changes"]
-        ),
-        "plan_digest": _NON_EMPTY_STRING,
-        "comment": _STRING,
-    },
-)
+# The routes and the request models are the api function's own (its Powertools resolver and the
+# pydantic models its routes validate); API Gateway gets a draft-4 copy of each, made here.
+_JSON_TYPES = {member.name.lower(): member for member in apigw.JsonSchemaType}
+_SCALAR_KEYWORDS = {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern",
+                    "enum": "enum", "description": "description", "minimum": "minimum", "maximum": "maximum"}
 
 
 @dataclass(frozen=True)
 class Route:
     path: str
     method: str
-    body_schema: apigw.JsonSchema | None = None
+    body_model: type[BaseModel] | None = None
 
 
-ROUTES: tuple[Route, ...] = (
-    Route("/runs", "GET"),
-    Route("/runs", "POST", START_RUN_SCHEMA),
-    Route("/runs/{run_id}", "GET"),
-    Route("/runs/{run_id}/review", "POST", REVIEW_SCHEMA),
-    Route("/runs/{run_id}/resume", "POST"),
-    Route("/openapi.json", "GET"),
-)
+def json_schema(model: type[BaseModel]) -> apigw.JsonSchema:
+    """The model's JSON schema as API Gateway's draft-4 JsonSchema: `$ref`s inlined, and an
+    optional field's `anyOf [X, null]` narrowed to X (an absent field is what null means)."""
+    document = model.model_json_schema()
+    definitions = document.get("$defs", {})
+
+    def convert(node: dict[str, Any]) -> apigw.JsonSchema:
+        if "$ref" in node:
+            return convert(definitions[node["$ref"].rsplit("/", 1)[-1]])
+        if "anyOf" in node:
+            present = [branch for branch in node["anyOf"] if branch.get("type") != "null"]
+            return convert({**present[0], **{k: v for k, v in node.items() if k in ("description",)}})
+        options: dict[str, Any] = {cdk: node[key] for key, cdk in _SCALAR_KEYWORDS.items() if key in node}
+        if "type" in node:
+            options["type"] = _JSON_TYPES[node["type"]]
+        if "properties" in node:
+            options["properties"] = {name: convert(child) for name, child in node["properties"].items()}
+            options["required"] = node.get("required", [])
+            options["additional_properties"] = False if node.get("additionalProperties") is False else None
+        return apigw.JsonSchema(**{k: v for k, v in options.items() if v is not None})
+
+    root = convert(document)
+    return apigw.JsonSchema(schema=apigw.JsonSchemaVersion.DRAFT4, title=model.__name__, type=root.type,
+                            properties=root.properties, required=root.required)
+
+
+def resolver_routes() -> tuple[Route, ...]:
+    """Every route the api function's resolver serves, with the model its body is validated by."""
+    from handlers.api import app  # noqa: PLC0415 — the function code, loaded only to read its routes
+
+    routes = []
+    for route in [*app._static_routes, *app._dynamic_routes]:
+        path = re.sub(r"<(\w+)>", r"{\1}", route.path)
+        bodies = [param.field_info.annotation for param in route.dependant.body_params]
+        routes.append(Route(path, route.method, bodies[0] if bodies else None))
+    return tuple(sorted(routes, key=lambda r: (r.path, r.method)))
 
 
 def _path_parameters(path: str) -> dict[str, bool]:
@@ -73,7 +81,7 @@ def _path_parameters(path: str) -> dict[str, bool]:
 
 
 class Api(Construct):
-    """ROUTES, each an IAM-authorized proxy method on the api function."""
+    """The resolver's routes, each an IAM-authorized proxy method on the api function."""
 
     def __init__(self, scope: Construct, construct_id: str, *, handler: lambda_.IFunction) -> None:
         super().__init__(scope, construct_id)
@@ -110,13 +118,13 @@ class Api(Construct):
         )
         integration = apigw.LambdaIntegration(handler, allow_test_invoke=False)
 
-        for route in ROUTES:
+        for route in resolver_routes():
             request_models = None
-            if route.body_schema is not None:
+            if route.body_model is not None:
                 model = self.rest_api.add_model(
-                    route.body_schema.title,
+                    route.body_model.__name__,
                     content_type="application/json",
-                    schema=route.body_schema,
+                    schema=json_schema(route.body_model),
                 )
                 request_models = {"application/json": model}
             self.rest_api.root.resource_for_path(route.path).add_method(

@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Match, Template
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+from agentledger.service import CreateRunRequest, ReviewRequest
+from infra.constructs.api import resolver_routes
 
-ROUTES = {
-    ("/runs", "GET"),
-    ("/runs", "POST"),
-    ("/runs/{run_id}", "GET"),
-    ("/runs/{run_id}/review", "POST"),
-    ("/runs/{run_id}/resume", "POST"),
-    ("/openapi.json", "GET"),
-}
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 
 
 def _resource_paths(resources) -> dict[str, str]:
@@ -30,13 +24,20 @@ def _resource_paths(resources) -> dict[str, str]:
     return {logical_id: path_of(logical_id) for logical_id in api_resources}
 
 
-def test_exactly_the_contract_routes_exist(resources) -> None:
+def test_the_resolver_serves_the_routes_the_readme_documents() -> None:
+    assert {(route.path, route.method) for route in resolver_routes()} == {
+        ("/runs", "GET"), ("/runs", "POST"), ("/runs/{run_id}", "GET"), ("/runs/{run_id}/review", "POST"),
+        ("/runs/{run_id}/resume", "POST"), ("/openapi.json", "GET"),
+    }
+
+
+def test_exactly_the_resolver_routes_exist(resources) -> None:
     paths = _resource_paths(resources)
     routes = {
         (paths[method["Properties"]["ResourceId"]["Ref"]], method["Properties"]["HttpMethod"])
         for method in resources("AWS::ApiGateway::Method").values()
     }
-    assert routes == ROUTES
+    assert routes == {(route.path, route.method) for route in resolver_routes()}
 
 
 def test_every_method_requires_iam_validation_and_proxies_to_the_api_function(
@@ -87,9 +88,13 @@ def _body_model_of(resources, path: str, http_method: str) -> str:
 
 
 def test_start_run_body_schema(resources, logical_id) -> None:
-    schema = _model_schema(resources, "StartRunRequest")
+    schema = _model_schema(resources, CreateRunRequest.__name__)
     assert schema["type"] == "object"
     assert sorted(schema["required"]) == ["repository", "request"]
+    # The limits are the pydantic model's, so the edge refuses what the function would.
+    assert schema["properties"]["request"]["maxLength"] == CreateRunRequest.model_json_schema()["properties"]["request"]["maxLength"]
+    assert schema["properties"]["environment"]["pattern"] == r"^[A-Za-z0-9_.-]+$"
+    assert schema["properties"]["revision"]["maxLength"] == 200
     assert {name: spec["type"] for name, spec in schema["properties"].items()} == {
         "repository": "string",
         "request": "string",
@@ -97,18 +102,20 @@ def test_start_run_body_schema(resources, logical_id) -> None:
         "environment": "string",
     }
     assert _body_model_of(resources, "/runs", "POST") == logical_id(
-        "AWS::ApiGateway::Model", "StartRunRequest"
+        "AWS::ApiGateway::Model", CreateRunRequest.__name__
     )
 
 
 def test_review_body_schema(resources, logical_id) -> None:
-    schema = _model_schema(resources, "ReviewDecisionRequest")
+    schema = _model_schema(resources, ReviewRequest.__name__)
     assert sorted(schema["required"]) == ["decision", "plan_digest"]
-    assert schema["properties"]["decision"] == {"type": "string", "enum": ["approve", "request_changes"]}
+    assert schema["properties"]["decision"]["type"] == "string"
+    assert schema["properties"]["decision"]["enum"] == ["approve", "request_changes"]
+    assert schema["properties"]["comment"]["maxLength"] == 4000
     assert schema["properties"]["plan_digest"]["type"] == "string"
     assert schema["properties"]["comment"]["type"] == "string"
     assert _body_model_of(resources, "/runs/{run_id}/review", "POST") == logical_id(
-        "AWS::ApiGateway::Model", "ReviewDecisionRequest"
+        "AWS::ApiGateway::Model", ReviewRequest.__name__
     )
 
 
