@@ -1,0 +1,156 @@
+"""EffectRunner on the in-memory adapters, beyond test_orchestration.py: a write the receiver
+stored despite answering an error, a lost write that is re-checked but never resent, a refusal,
+an effect on stale context, and two attempts racing for one idempotency lock."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger.errors import (
+    EffectFailedError,
+    EffectInProgressError,
+    EffectRejectedError,
+    EffectUnconfirmedError,
+    StaleContextError,
+)
+from agentledger.models import EffectStatus, Handoff, RunStatus
+from agentledger.receivers import Confirmation, ReceiverNoResponseError, ReceiverRejectedError
+from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
+from tests.fakes.world import World, build_world
+from tests.samples import edit_sample_repository
+
+REJECT = "reject"  # refuse the write (a bad token): nothing stored
+LOSE = "lose"  # the write never arrives and no answer comes back
+
+
+class FaultyTracker(InMemoryTracker):
+    """The in-memory tracker with the two faults it lacks, and a gate to hold a write open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate: threading.Event | None = None
+        self.sending = threading.Event()
+
+    def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
+        fault = self.faults[0] if self.faults else None
+        if fault in (REJECT, LOSE):
+            self.faults.popleft()
+            self.writes += 1
+            if fault == REJECT:
+                raise ReceiverRejectedError("tracker refused the write with 401", {"status": 401})
+            raise ReceiverNoResponseError("the write timed out")
+        if self.gate is not None:
+            self.sending.set()
+            assert self.gate.wait(5), "the test never opened the gate"
+        return super().send(key, payload)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path, tracker=FaultyTracker())
+
+
+def _effect(world: World, run_id: str, kind: str = "ticket"):
+    [effect] = [e for e in world.ledger.load(run_id).effects.values() if e.kind == kind]
+    return effect
+
+
+def test_a_write_stored_despite_an_error_answer_is_found_and_not_sent_again(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.faults.append(UNAVAILABLE)
+    with pytest.raises(EffectFailedError):
+        world.effects.deliver(run_id, execution, "ticket")
+    failed = _effect(world, run_id)
+    assert failed.status == EffectStatus.FAILED and failed.response == {"status": 503}
+    world.tracker.records.append((failed.key, failed.request))  # the 503 came after the receiver stored it
+
+    outcome = world.effects.deliver(run_id, execution, "ticket")
+    assert outcome["status"] == "confirmed" and outcome["receiver_id"] == "#1"
+    assert world.tracker.writes == 1 and world.tracker.copies(failed.key) == 1
+    confirmed = _effect(world, run_id)
+    assert confirmed.duplicates_suppressed == 1 and confirmed.receiver_copies == 1
+    assert world.metrics.counts["DuplicatesSuppressed"] == 1
+
+
+def test_a_lost_write_is_re_checked_but_never_resent_by_the_execution_that_sent_it(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.faults.append(LOSE)
+    with pytest.raises(EffectUnconfirmedError):
+        world.effects.deliver(run_id, execution, "ticket")
+    for rechecks in (1, 2):
+        with pytest.raises(EffectUnconfirmedError, match=f"{rechecks} re-check"):
+            world.effects.deliver(run_id, execution, "ticket")
+    effect = _effect(world, run_id)
+    assert effect.status == EffectStatus.UNCONFIRMED and effect.rechecks == 2
+    assert world.tracker.writes == 1  # unknown outcome: look, never blindly write again
+
+    world.workflow.classify(run_id, execution, {"Error": "EffectUnconfirmedError"}, failed_stage="complete")
+    [handoff] = [Handoff.model_validate(d.details) for d in world.ledger.load(run_id).decisions if d.kind == "handoff"]
+    assert [(e.kind, e.status, e.attempts) for e in handoff.partial_effect.external_effects] == [
+        ("ticket", EffectStatus.UNCONFIRMED, 1)]
+
+    resumed = world.service.resume(run_id)["execution"]  # a person checked the tracker: nothing there
+    outcome = world.effects.deliver(run_id, resumed, "ticket")
+    assert outcome["status"] == "confirmed" and world.tracker.writes == 2 and world.tracker.copies(effect.key) == 1
+
+
+def test_a_dropped_answer_then_a_resume_finds_the_write_instead_of_sending_it_twice(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.faults.append(DROP_RESPONSE)
+    with pytest.raises(EffectUnconfirmedError):
+        world.effects.deliver(run_id, execution, "ticket")
+    world.workflow.classify(run_id, execution, {"Error": "EffectUnconfirmedError"}, failed_stage="complete")
+    resumed = world.service.resume(run_id)["execution"]
+    outcome = world.effects.deliver(run_id, resumed, "ticket")
+    assert outcome["status"] == "confirmed"
+    assert world.tracker.writes == 1 and world.tracker.copies(outcome["key"]) == 1
+
+
+def test_a_refused_write_fails_the_effect_and_hands_the_run_to_a_person(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.faults.append(REJECT)
+    with pytest.raises(EffectRejectedError, match="401"):
+        world.effects.deliver(run_id, execution, "ticket")
+    effect = _effect(world, run_id)
+    assert effect.status == EffectStatus.FAILED and "401" in (effect.error or "")
+    verdict = world.workflow.classify(run_id, execution, {"Error": "EffectRejectedError"}, failed_stage="complete")
+    assert verdict["action"] == "handoff" and "refused" in verdict["reason"]
+    assert world.ledger.get_run(run_id).status == RunStatus.NEEDS_PERSON
+
+
+def test_no_effect_is_written_on_stale_context(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    edit_sample_repository(world.repo)
+    with pytest.raises(StaleContextError):
+        world.effects.deliver(run_id, execution, "ticket")
+    assert world.tracker.writes == 0 and world.ledger.load(run_id).effects == {}
+
+
+def test_two_attempts_racing_for_one_effect_write_it_once(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.gate = threading.Event()
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(world.effects.deliver(run_id, execution, "ticket")))
+    first.start()
+    assert world.tracker.sending.wait(5)  # the first attempt holds the lock and is mid-write
+
+    with pytest.raises(EffectInProgressError):
+        world.effects.deliver(run_id, execution, "ticket")  # nothing at the receiver yet: wait, do not write
+    world.tracker.gate.set()
+    first.join(5)
+    assert results and results[0]["status"] == "confirmed"
+    assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
+    assert world.tracker.writes == 1 and world.tracker.copies(results[0]["key"]) == 1
+
+
+def test_the_same_effect_for_another_run_is_a_separate_write(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.effects.deliver(run_id, execution, "ticket")
+    other, other_execution = world.to_review("key-2")  # same repository, same request
+    world.approve(other)
+    world.effects.deliver(other, other_execution, "ticket")
+    assert world.tracker.writes == 2
+    assert _effect(world, run_id).key != _effect(world, other).key

@@ -1,0 +1,123 @@
+"""RunService on the in-memory adapters, beyond test_orchestration.py: what the API refuses
+(a repository at another revision, a second decision, resuming a run that is running or done),
+and what a person sees of a run (view, list)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from agentledger.errors import ReviewRejectedError
+from agentledger.models import RunStatus, Stage
+from agentledger.service import (
+    CreateRunRequest,
+    RepositoryRejectedError,
+    ReviewRequest,
+    RunConflictError,
+)
+from tests.fakes.world import World, build_world
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path)
+
+
+def test_a_repository_at_another_revision_is_refused_and_no_run_is_started(world: World) -> None:
+    body = CreateRunRequest(repository=str(world.repo), request="write tests", revision="tree:sha256:elsewhere")
+    with pytest.raises(RepositoryRejectedError, match="not the requested"):
+        world.service.create(body, "key-1")
+    assert world.ledger.list_runs()[0] == [] and not world.executions.started
+
+
+def test_a_pinned_revision_that_matches_is_accepted_and_recorded(world: World) -> None:
+    revision = world.workflow.sources.snapshot(str(world.repo)).revision
+    created = world.service.create(CreateRunRequest(repository=str(world.repo), request="write tests",
+                                                    revision=revision), "key-1")
+    assert created["revision"] == revision and created["status"] == "running"
+    assert world.executions.started == {created["execution"]: 1}
+
+
+def test_a_run_can_be_decided_once(world: World) -> None:
+    run_id, _ = world.create()
+    digest = "sha256:anything"
+    with pytest.raises(ReviewRejectedError, match="not waiting for review"):
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest))
+
+    world.run(run_id, _, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY, Stage.AWAIT_REVIEW)
+    assert world.approve(run_id)["delivered"] is True
+    with pytest.raises(ReviewRejectedError, match="not waiting for review"):
+        world.service.review(run_id, ReviewRequest(decision="request_changes",
+                                                   plan_digest=world.ledger.get_run(run_id).plan_digest))
+    assert len(world.executions.answered("success")) == 1
+    assert world.ledger.load(run_id).review.decision == "approve"
+
+
+def test_a_stale_review_is_recorded_as_a_rejected_plan_naming_the_changed_file(world: World) -> None:
+    run_id, execution = world.to_review()
+    (world.repo / "textkit" / "slug.py").write_text("def slugify(text):\n    return text\n")
+    digest = world.ledger.get_run(run_id).plan_digest
+    with pytest.raises(ReviewRejectedError, match="stale"):
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest))
+    [failure] = world.executions.answered("failure")
+    assert failure[2] == "StaleContextError"
+    ledger = world.ledger.load(run_id)
+    [rejected] = [d for d in ledger.decisions if d.kind == "stale_plan_rejected"]
+    assert "textkit/slug.py" in rejected.details["changed_files"]["modified"]
+    assert ledger.review.decision is None  # nothing was approved
+    assert world.workflow.assess(run_id, execution)["next"] == "inspect"
+
+
+def test_a_run_that_is_running_or_done_is_not_resumed(world: World) -> None:
+    run_id, execution = world.create()
+    with pytest.raises(RunConflictError, match="already running"):
+        world.service.resume(run_id)  # its start execution is still RUNNING
+
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY, Stage.AWAIT_REVIEW)
+    world.approve(run_id)
+    world.run(run_id, execution, Stage.COMPLETE)
+    with pytest.raises(RunConflictError, match="complete"):
+        world.service.resume(run_id)
+    assert set(world.executions.started) == {execution}
+
+
+def test_a_run_whose_execution_died_while_running_is_resumed_once(world: World) -> None:
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT)
+    world.executions.statuses[execution] = "FAILED"  # the execution died without reaching ClassifyFailure
+    first = world.service.resume(run_id)
+    world.executions.statuses.pop(first["execution"])  # not visible yet: a resume repeated at once
+    second = world.service.resume(run_id)
+    assert first == second and first["execution"] == f"{run_id}-resume-1"
+    assert first["assessment"]["complete"] == ["inspect"] and first["assessment"]["next"] == "plan"
+    assert world.executions.started[first["execution"]] == 2 and world.ledger.get_run(run_id).resumes == 1
+
+
+def test_the_view_shows_evidence_status_links_and_the_handoff_but_not_the_task_token(world: World) -> None:
+    run_id, execution = world.to_review()
+    view = world.service.view(run_id)
+    assert "task_token" not in view["review"]
+    assert {name: e["status"] for name, e in view["evidence_status"].items()} == {
+        "source_tree": "valid", "plan": "valid", "test_changes": "valid", "test_run": "valid",
+        "approval": "missing", "summary": "missing"}
+    assert all(a["url"] == f"memory://memory-bucket/{a['key']}" for a in view["artifacts"])
+    assert all(a["committed"] for a in view["artifacts"])
+    assert view["handoff"] is None
+
+    world.workflow.classify(run_id, execution, {"Error": "States.HeartbeatTimeout"}, failed_stage="await_review")
+    handed = world.service.view(run_id)
+    assert handed["run"]["status"] == "needs_person"
+    assert handed["handoff"]["details"]["response"]["error"] == "States.HeartbeatTimeout"
+    assert handed["handoff"]["details"]["attempted"]["stage"] == "await_review"
+
+
+def test_runs_are_listed_newest_first_and_filtered_by_status(world: World) -> None:
+    first, _ = world.create("a")
+    time.sleep(0.002)  # created_at has millisecond resolution
+    second, execution = world.create("b")
+    world.workflow.classify(second, execution, {"Error": "KeyError"}, failed_stage="inspect")
+    listed = world.service.list_runs(None, 10, None)["runs"]
+    assert [r["run_id"] for r in listed] == [second, first]
+    waiting = world.service.list_runs(RunStatus.NEEDS_PERSON, 10, None)["runs"]
+    assert [r["run_id"] for r in waiting] == [second]
