@@ -27,7 +27,9 @@ from pydantic import BaseModel
 
 logger = Logger()
 tracer = Tracer()
-metrics = Metrics()
+# Named here as well as in the environment: locally one process hosts every function, and this module
+# may be imported outside any invocation's environment (the CDK app reads the api's routes from it).
+metrics = Metrics(namespace=metric_names.NAMESPACE)
 TOKEN_CACHE_SECONDS = 300
 Handler = Callable[..., Any]
 

@@ -9,6 +9,7 @@ from typing import Any
 from .. import metric_names
 from ..ledger import new_decision
 from ..models import (
+    WORK_STAGES,
     EffectSummary,
     Handoff,
     HandoffAttempt,
@@ -102,7 +103,8 @@ class Handoffs:
                                      started_at=record.started_at if record else None),
             response=HandoffResponse(error=failure.error, message=failure.message, cause=failure.cause),
             partial_effect=PartialEffect(
-                complete_stages=[r.stage for r in ledger.stages.values() if r.status == StageStatus.COMPLETE],
+                complete_stages=[stage for stage in WORK_STAGES if stage.value in ledger.stages
+                                 and ledger.stages[stage.value].status == StageStatus.COMPLETE],
                 uncommitted_artifacts=sorted(k for k in written if k not in committed),
                 external_effects=[EffectSummary(key=e.key, kind=e.kind, status=e.status, receiver_id=e.receiver_id,
                                                 attempts=e.attempts, error=e.error) for e in ledger.effects.values()],
