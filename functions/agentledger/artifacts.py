@@ -21,11 +21,44 @@ def artifact_key(run_id: str, stage: Stage, name: str, digest: str) -> str:
     return f"{run_prefix(run_id)}{stage.value}/{digest[:16]}/{name}"
 
 
-def json_bytes(document: Any) -> bytes:
-    return json.dumps(document, indent=2, sort_keys=True).encode()
+class ContentAddressedArtifacts:
+    """What every artifact store does alike: key by content hash, format JSON and text, verify
+    on read. A store supplies `_store` and `_load`."""
+
+    bucket: str
+
+    def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None:
+        raise NotImplementedError
+
+    def _load(self, key: str) -> bytes:
+        raise NotImplementedError
+
+    def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
+        digest = sha256_bytes(data)
+        key = artifact_key(run_id, stage, name, digest)
+        self._store(key, data, media_type, {"sha256": digest, "run-id": run_id, "stage": stage.value})
+        return ArtifactRef(name=name, stage=stage, key=key, sha256=digest, size=len(data), media_type=media_type)
+
+    def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef:
+        data = json.dumps(document, indent=2, sort_keys=True).encode()
+        return self.put(run_id, stage, name, data, "application/json")
+
+    def put_text(self, run_id: str, stage: Stage, name: str, text: str, media_type: str = "text/plain") -> ArtifactRef:
+        return self.put(run_id, stage, name, text.encode(), f"{media_type}; charset=utf-8")
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        data = self._load(ref.key)
+        if sha256_bytes(data) != ref.sha256:
+            raise ArtifactIntegrityError(f"artifact {ref.key} does not match its recorded sha256")
+        return data
+
+    def get_json(self, ref: ArtifactRef) -> Any:
+        return json.loads(self.get(ref))
 
 
-class ArtifactStore:
+class ArtifactStore(ContentAddressedArtifacts):
+    """Artifacts as S3 objects, with a SHA-256 checksum S3 verifies on upload."""
+
     def __init__(self, bucket: str, s3_client: Any) -> None:
         self.bucket = bucket
         self._s3 = s3_client
@@ -33,33 +66,12 @@ class ArtifactStore:
     def location(self, run_id: str) -> str:
         return f"s3://{self.bucket}/{run_prefix(run_id)}"
 
-    def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
-        digest = sha256_bytes(data)
-        key = artifact_key(run_id, stage, name, digest)
-        self._s3.put_object(
-            Bucket=self.bucket,
-            Key=key,
-            Body=data,
-            ContentType=media_type,
-            ChecksumAlgorithm="SHA256",
-            Metadata={"sha256": digest, "run-id": run_id, "stage": stage.value},
-        )
-        return ArtifactRef(name=name, stage=stage, key=key, sha256=digest, size=len(data), media_type=media_type)
+    def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None:
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=media_type,
+                            ChecksumAlgorithm="SHA256", Metadata=metadata)
 
-    def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef:
-        return self.put(run_id, stage, name, json_bytes(document), "application/json")
-
-    def put_text(self, run_id: str, stage: Stage, name: str, text: str, media_type: str = "text/plain") -> ArtifactRef:
-        return self.put(run_id, stage, name, text.encode(), f"{media_type}; charset=utf-8")
-
-    def get(self, ref: ArtifactRef) -> bytes:
-        data = self._s3.get_object(Bucket=self.bucket, Key=ref.key)["Body"].read()
-        if sha256_bytes(data) != ref.sha256:
-            raise ArtifactIntegrityError(f"artifact {ref.key} does not match its recorded sha256")
-        return data
-
-    def get_json(self, ref: ArtifactRef) -> Any:
-        return json.loads(self.get(ref))
+    def _load(self, key: str) -> bytes:
+        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
 
     def presigned_url(self, ref: ArtifactRef) -> str:
         return self._s3.generate_presigned_url(

@@ -3,7 +3,6 @@ all-or-nothing ledger writes; content-addressed, integrity-checked artifacts; st
 executions), held in dictionaries behind a lock."""
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -11,16 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.agent.source import SourceSnapshot, snapshot_directory
-from agentledger.artifacts import artifact_key, json_bytes, run_prefix
+from agentledger.artifacts import ContentAddressedArtifacts, run_prefix
 from agentledger.errors import (
-    ArtifactIntegrityError,
     ConcurrentModificationError,
     RunAlreadyExistsError,
     RunNotFoundError,
 )
-from agentledger.fingerprints import sha256_bytes
 from agentledger.ledger import created_transition, next_version, place_record, record_key
-from agentledger.models import ArtifactRef, Decision, Ledger, Record, Run, RunState, RunStatus, Stage
+from agentledger.models import ArtifactRef, Decision, Ledger, Record, Run, RunState, RunStatus
 
 
 class InMemoryLedger:
@@ -79,7 +76,7 @@ class InMemoryLedger:
             self._records[run_id][record_key(record)] = record
 
 
-class InMemoryArtifacts:
+class InMemoryArtifacts(ContentAddressedArtifacts):
     def __init__(self, bucket: str = "memory-bucket") -> None:
         self.bucket = bucket
         self.objects: dict[str, bytes] = {}
@@ -87,26 +84,11 @@ class InMemoryArtifacts:
     def location(self, run_id: str) -> str:
         return f"memory://{self.bucket}/{run_prefix(run_id)}"
 
-    def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
-        digest = sha256_bytes(data)
-        key = artifact_key(run_id, stage, name, digest)
+    def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None:
         self.objects[key] = data
-        return ArtifactRef(name=name, stage=stage, key=key, sha256=digest, size=len(data), media_type=media_type)
 
-    def put_json(self, run_id: str, stage: Stage, name: str, document: Any) -> ArtifactRef:
-        return self.put(run_id, stage, name, json_bytes(document), "application/json")
-
-    def put_text(self, run_id: str, stage: Stage, name: str, text: str, media_type: str = "text/plain") -> ArtifactRef:
-        return self.put(run_id, stage, name, text.encode(), f"{media_type}; charset=utf-8")
-
-    def get(self, ref: ArtifactRef) -> bytes:
-        data = self.objects[ref.key]
-        if sha256_bytes(data) != ref.sha256:
-            raise ArtifactIntegrityError(f"artifact {ref.key} does not match its recorded sha256")
-        return data
-
-    def get_json(self, ref: ArtifactRef) -> Any:
-        return json.loads(self.get(ref))
+    def _load(self, key: str) -> bytes:
+        return self.objects[key]
 
     def presigned_url(self, ref: ArtifactRef) -> str:
         return f"memory://{self.bucket}/{ref.key}"

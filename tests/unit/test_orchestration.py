@@ -2,13 +2,10 @@
 on valid evidence, invalidation, handoff, reviews and effect reconciliation, with no moto."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from agentledger.config import Settings
-from agentledger.effects import EffectRunner
 from agentledger.errors import (
     EffectUnconfirmedError,
     ReviewRejectedError,
@@ -16,63 +13,15 @@ from agentledger.errors import (
     SupersededExecutionError,
 )
 from agentledger.models import Handoff, RunStatus, Stage, StageStatus
-from agentledger.service import CreateRunRequest, ReviewRequest, RunConflictError, RunService
-from agentledger.workflow import Workflow
-from tests.fakes.adapters import (
-    DirectorySources,
-    InMemoryArtifacts,
-    InMemoryLedger,
-    RecordingExecutions,
-    RecordingMetrics,
-)
-from tests.fakes.agent import InstantAgent
-from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryIdempotency, InMemoryTracker
-from tests.samples import EDITED_FILE, edit_sample_repository, write_sample_repository
-
-TOKEN = "task-token-1"
-UP_TO_REVIEW = (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY)
-
-
-@dataclass
-class World:
-    repo: Path
-    ledger: InMemoryLedger
-    artifacts: InMemoryArtifacts
-    executions: RecordingExecutions
-    metrics: RecordingMetrics
-    agent: InstantAgent
-    tracker: InMemoryTracker
-    workflow: Workflow
-    service: RunService
-    effects: EffectRunner
-
-    def create(self, key: str = "key-1") -> tuple[str, str]:
-        created = self.service.create(CreateRunRequest(repository=str(self.repo), request="write tests"), key)
-        return created["run_id"], created["execution"]
-
-    def to_review(self) -> tuple[str, str]:
-        run_id, execution = self.create()
-        for stage in UP_TO_REVIEW:
-            self.workflow.run_stage(stage, run_id, execution)
-        self.workflow.run_stage(Stage.AWAIT_REVIEW, run_id, execution, TOKEN)
-        return run_id, execution
+from agentledger.service import CreateRunRequest, ReviewRequest, RunConflictError
+from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE
+from tests.fakes.world import TOKEN, UP_TO_REVIEW, World, build_world
+from tests.samples import EDITED_FILE, edit_sample_repository
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:
-    settings = Settings(ledger_table="ledger", artifact_bucket="bucket", idempotency_table="idempotency",
-                        environment="dev", state_machine_arn="arn:memory:stateMachine:run", test_timeout_s=60,
-                        workspace_root=tmp_path / "workspaces", max_replans=3, agent_spec=None)
-    ledger, artifacts, executions, metrics = InMemoryLedger(), InMemoryArtifacts(), RecordingExecutions(), RecordingMetrics()
-    sources, agent, tracker = DirectorySources(), InstantAgent(), InMemoryTracker()
-    return World(
-        repo=write_sample_repository(tmp_path / "repo"), ledger=ledger, artifacts=artifacts, executions=executions,
-        metrics=metrics, agent=agent, tracker=tracker,
-        workflow=Workflow(settings, ledger, artifacts, sources, agent, executions, metrics),
-        service=RunService(settings, ledger, artifacts, sources, executions, metrics),
-        effects=EffectRunner(settings, ledger, artifacts, sources, {"tickets": tracker}, InMemoryIdempotency(),
-                             metrics),
-    )
+    return build_world(tmp_path)
 
 
 def test_each_stage_commits_its_record_evidence_and_artifacts_through_to_completion(world: World) -> None:
@@ -187,14 +136,8 @@ def test_repeated_resumes_start_one_execution(world: World) -> None:
     assert world.ledger.get_run(run_id).resumes == 1
 
 
-def _ready_to_complete(world: World) -> tuple[str, str]:
-    run_id, execution = world.to_review()
-    world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=world.ledger.get_run(run_id).plan_digest))
-    return run_id, execution
-
-
 def test_a_ticket_is_written_once_and_confirmed(world: World) -> None:
-    run_id, execution = _ready_to_complete(world)
+    run_id, execution = world.ready_to_complete()
     outcome = world.effects.deliver(run_id, execution, "ticket")
     assert outcome["status"] == "confirmed"
     assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
@@ -202,7 +145,7 @@ def test_a_ticket_is_written_once_and_confirmed(world: World) -> None:
 
 
 def test_a_lost_response_is_reconciled_without_a_second_write(world: World) -> None:
-    run_id, execution = _ready_to_complete(world)
+    run_id, execution = world.ready_to_complete()
     world.tracker.faults.append(DROP_RESPONSE)
     with pytest.raises(EffectUnconfirmedError):
         world.effects.deliver(run_id, execution, "ticket")
@@ -213,7 +156,7 @@ def test_a_lost_response_is_reconciled_without_a_second_write(world: World) -> N
 
 
 def test_an_error_answer_is_looked_for_then_sent_again_once(world: World) -> None:
-    run_id, execution = _ready_to_complete(world)
+    run_id, execution = world.ready_to_complete()
     world.tracker.faults.append(UNAVAILABLE)
     with pytest.raises(Exception, match="not delivered"):
         world.effects.deliver(run_id, execution, "ticket")
@@ -222,6 +165,6 @@ def test_an_error_answer_is_looked_for_then_sent_again_once(world: World) -> Non
 
 
 def test_an_effect_without_a_receiver_is_skipped_and_recorded(world: World) -> None:
-    run_id, execution = _ready_to_complete(world)
+    run_id, execution = world.ready_to_complete()
     assert world.effects.deliver(run_id, execution, "completion_notification")["status"] == "skipped"
     assert any(d.kind == "effect_skipped" for d in world.ledger.load(run_id).decisions)
