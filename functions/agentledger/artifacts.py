@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 
 from .errors import ArtifactIntegrityError
@@ -21,17 +22,17 @@ def artifact_key(run_id: str, stage: Stage, name: str, digest: str) -> str:
     return f"{run_prefix(run_id)}{stage.value}/{digest[:16]}/{name}"
 
 
-class ContentAddressedArtifacts:
+class ContentAddressedArtifacts(ABC):
     """What every artifact store does alike: key by content hash, format JSON and text, verify
     on read. A store supplies `_store` and `_load`."""
 
     bucket: str
 
-    def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None: ...
 
-    def _load(self, key: str) -> bytes:
-        raise NotImplementedError
+    @abstractmethod
+    def _load(self, key: str) -> bytes: ...
 
     def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
         digest = sha256_bytes(data)

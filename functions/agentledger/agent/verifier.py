@@ -21,6 +21,7 @@ DEFAULT_TEST_COMMAND = (
     sys.executable, "-m", "unittest", "discover", "-s", GENERATED_TESTS_DIR, "-t", ".",
 )
 OUTPUT_LIMIT_BYTES = 1 << 20
+INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
 class Verification(BaseModel):
@@ -41,7 +42,10 @@ def resolve_test_command() -> list[str]:
 
 def run_tests(workspace: str | os.PathLike[str], command: list[str], timeout_s: float) -> Verification:
     workspace = Path(workspace).resolve()
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(workspace)}
+    # The code under test is untrusted: it gets the host's PATH, HOME and locale, nothing else (no
+    # credentials, no table or bucket names, no tokens).
+    env = {name: os.environ[name] for name in INHERITED_VARIABLES if name in os.environ}
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(workspace))
     started = time.monotonic()
     # Output goes to a file, not a pipe: a chatty suite can neither fill a pipe and stall
     # nor grow this process's memory beyond the tail that is kept.

@@ -88,3 +88,13 @@ def test_the_test_command_can_be_overridden_by_the_environment(monkeypatch):
 def test_the_default_command_uses_the_running_interpreter():
     assert DEFAULT_TEST_COMMAND[0] == sys.executable
     assert os.path.isabs(DEFAULT_TEST_COMMAND[0])
+
+
+def test_the_code_under_test_sees_no_credentials_or_resource_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-value")
+    monkeypatch.setenv("LEDGER_TABLE_NAME", "ledger-table")
+    verification = run_tests(tmp_path, _python("import os; print(sorted(os.environ.items()))"), timeout_s=30)
+    assert verification.passed
+    assert "secret-value" not in verification.output
+    assert "ledger-table" not in verification.output
+    assert "AWS_" not in verification.output
