@@ -21,6 +21,9 @@ DEFAULT_ENVIRONMENT_NAME = "dev"
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
 DEFAULT_GITHUB_REPOSITORY = ""  # owner/name tickets are opened in; "" turns tickets off
 DEFAULT_REVIEW_ALARM_SECONDS = 86400  # alarm when a review has waited longer than this
+DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS = 3600  # the most a repository's test `timeout` may ask for
+DEFAULT_ISOLATED_TEST_BUILDS = False  # run test builds in a VPC without a route out
+DEFAULT_ALLOW_SELF_APPROVAL = False  # let the principal that requested a run approve it
 
 
 def _context(app: App, key: str, default: Any) -> Any:
@@ -37,6 +40,15 @@ def _positive_int(key: str, value: Any) -> int:
     if number <= 0:
         raise ValueError(f"context {key} must be a positive whole number of seconds, got {value!r}")
     return number
+
+
+def _flag(key: str, value: Any) -> bool:
+    """`-c key=true` on the CLI arrives as a string; cdk.json gives a boolean."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"context {key} must be true or false, got {value!r}")
 
 
 def build_app(
@@ -60,6 +72,16 @@ def build_app(
         github_repository=str(_context(app, "githubRepository", DEFAULT_GITHUB_REPOSITORY)),
         review_alarm_seconds=_positive_int(
             "reviewAlarmSeconds", _context(app, "reviewAlarmSeconds", DEFAULT_REVIEW_ALARM_SECONDS)
+        ),
+        test_timeout_limit_seconds=_positive_int(
+            "testTimeoutLimitSeconds",
+            _context(app, "testTimeoutLimitSeconds", DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS),
+        ),
+        isolated_test_builds=_flag(
+            "isolatedTestBuilds", _context(app, "isolatedTestBuilds", DEFAULT_ISOLATED_TEST_BUILDS)
+        ),
+        allow_self_approval=_flag(
+            "allowSelfApproval", _context(app, "allowSelfApproval", DEFAULT_ALLOW_SELF_APPROVAL)
         ),
     )
     # cdk-nag 3 is a policy-validation plugin: any unacknowledged finding fails the synth and

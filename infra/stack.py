@@ -7,7 +7,10 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from agentledger.testrun.layout import build_timeout_minutes
+from infra.constructs.access import AccessPolicies
 from infra.constructs.api import Api
+from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.functions import Functions
 from infra.constructs.notifications import Notifications
 from infra.constructs.observability import Observability
@@ -25,6 +28,9 @@ class AgentLedgerStack(Stack):
         github_api_url: str,
         github_repository: str,
         review_alarm_seconds: int,
+        test_timeout_limit_seconds: int,
+        isolated_test_builds: bool,
+        allow_self_approval: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -36,16 +42,26 @@ class AgentLedgerStack(Stack):
             github_api_url=github_api_url,
             github_repository=github_repository,
         )
+        build_sandbox = BuildSandbox(
+            self,
+            "BuildSandbox",
+            timeout_minutes=build_timeout_minutes(test_timeout_limit_seconds),
+            isolated=isolated_test_builds,
+        )
         functions = Functions(
             self,
             "Functions",
             storage=storage,
             notifications=notifications,
+            build_sandbox=build_sandbox,
+            test_timeout_limit_seconds=test_timeout_limit_seconds,
             environment_name=environment_name,
+            allow_self_approval=allow_self_approval,
         )
         workflow = Workflow(self, "Workflow", functions=functions)
         functions.connect_state_machine(workflow.state_machine)
         api = Api(self, "Api", handler=functions.api)
+        access = AccessPolicies(self, "Access", rest_api=api.rest_api)
         observability = Observability(
             self,
             "Observability",
@@ -62,3 +78,6 @@ class AgentLedgerStack(Stack):
         CfnOutput(self, "GitHubTokenSecretArn", value=notifications.github_token_secret.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=observability.alarm_topic.topic_arn)
         CfnOutput(self, "DashboardName", value=observability.dashboard.dashboard_name)
+        CfnOutput(self, "TestBuildProjectName", value=build_sandbox.project.project_name)
+        for duty, policy in access.policies.items():
+            CfnOutput(self, f"{duty}PolicyArn", value=policy.managed_policy_arn)

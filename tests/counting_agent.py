@@ -42,7 +42,3 @@ class CountingAgent(ReferenceAgent):
     def execute(self, plan: Any, snapshot: Any, workspace: Any) -> Any:
         _count("execute", workspace)
         return super().execute(plan, snapshot, workspace)
-
-    def verify(self, workspace: Any, timeout_s: float) -> Any:
-        _count("verify", workspace)
-        return super().verify(workspace, timeout_s)

@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.service import run_id_for
+from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
+
+# The callers API Gateway's IAM authorization would name, one per duty.
+REQUESTER, REVIEWER, OPERATOR = (principal_arn(duty) for duty in ("requester", "reviewer", "operator"))
 
 
 class Driver:
@@ -21,12 +25,12 @@ class Driver:
         if crash:
             self.runtime.crashes.arm(run_id_for(key), crash)
         response = self.runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": request},
-                                         headers={"Idempotency-Key": key})
+                                         headers={"Idempotency-Key": key}, caller=REQUESTER)
         assert response.status == 201, response.body
         return response.json()["run_id"]
 
     def view(self, run_id: str) -> dict[str, Any]:
-        response = self.runtime.call_api("GET", f"/runs/{run_id}")
+        response = self.runtime.call_api("GET", f"/runs/{run_id}", caller=OPERATOR)
         assert response.status == 200, response.body
         return response.json()
 
@@ -47,7 +51,7 @@ class Driver:
         view = self.view(run_id)
         digest = plan_digest or view["review"]["plan_digest"]
         return self.runtime.call_api("POST", f"/runs/{run_id}/review",
-                                     body={"decision": decision, "plan_digest": digest})
+                                     body={"decision": decision, "plan_digest": digest}, caller=REVIEWER)
 
     def resume(self, run_id: str):
-        return self.runtime.call_api("POST", f"/runs/{run_id}/resume")
+        return self.runtime.call_api("POST", f"/runs/{run_id}/resume", caller=OPERATOR)

@@ -56,13 +56,22 @@ class ContentAddressedArtifacts(ABC):
     def get_json(self, ref: ArtifactRef) -> Any:
         return json.loads(self.get(ref))
 
+    @abstractmethod
+    def download_url(self, key: str, expires_s: int) -> str: ...
+
+    def presigned_url(self, ref: ArtifactRef) -> str:
+        return self.download_url(ref.key, PRESIGN_SECONDS)
+
 
 class ArtifactStore(ContentAddressedArtifacts):
     """Artifacts as S3 objects, with a SHA-256 checksum S3 verifies on upload."""
 
-    def __init__(self, bucket: str, s3_client: Any) -> None:
+    def __init__(self, bucket: str, s3_client: Any, link_client: Any | None = None) -> None:
         self.bucket = bucket
         self._s3 = s3_client
+        # Links are signed by a client of their own: locally it points at an S3 endpoint that a
+        # browser, curl or a build sandbox can reach; on AWS it is the same client.
+        self._links = link_client or s3_client
 
     def location(self, run_id: str) -> str:
         return f"s3://{self.bucket}/{run_prefix(run_id)}"
@@ -74,10 +83,22 @@ class ArtifactStore(ContentAddressedArtifacts):
     def _load(self, key: str) -> bytes:
         return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
 
-    def presigned_url(self, ref: ArtifactRef) -> str:
-        return self._s3.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": ref.key}, ExpiresIn=PRESIGN_SECONDS
+    def download_url(self, key: str, expires_s: int) -> str:
+        return self._links.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
         )
+
+    def upload_grant(self, key: str, max_bytes: int, expires_s: int, min_bytes: int = 1) -> dict[str, Any]:
+        """A presigned POST for this one key (S3 enforces the key and the size range)."""
+        grant = self._links.generate_presigned_post(
+            self.bucket, key, Conditions=[["content-length-range", min_bytes, max_bytes]], ExpiresIn=expires_s)
+        return {"url": grant["url"], "fields": grant["fields"]}
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey:
+            return None
 
     def fetch_repository(self, url: str) -> tuple[bytes, str]:
         """Bytes of a repository tarball at s3://bucket/key, and its version id (or ETag) as the

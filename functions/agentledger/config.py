@@ -20,7 +20,6 @@ class Settings:
     idempotency_table: str
     environment: str
     state_machine_arn: str | None
-    test_timeout_s: int
     workspace_root: Path
     max_replans: int
     agent_spec: str | None
@@ -29,6 +28,19 @@ class Settings:
     github_repository: str | None = None
     github_token_secret_arn: str | None = None
     receiver_timeout_s: float = 5.0
+    test_build_project: str | None = None
+    # The most a repository's `timeout` may ask for: an operator's bound on what one untrusted
+    # repository can spend on build minutes.
+    test_timeout_limit_s: int = 3600
+    # Where artifact links and a build's grants point; unset on AWS (S3's own endpoint). The local
+    # runtime sets it to an S3 endpoint on loopback that curl and the build sandbox can reach.
+    artifact_link_endpoint: str | None = None
+    # Separation of duties: the principal that requested a run may not approve it, unless a
+    # one-person team turns this on (the allowSelfApproval context key).
+    allow_self_approval: bool = False
+    # Directories under which a local repository may lie. Only the local runtime sets them; on
+    # AWS the functions read uploaded tarballs only.
+    local_repository_roots: tuple[Path, ...] = ()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -38,7 +50,6 @@ class Settings:
             idempotency_table=_required("IDEMPOTENCY_TABLE_NAME"),
             environment=os.environ.get("AGENTLEDGER_ENVIRONMENT", "dev"),
             state_machine_arn=os.environ.get("STATE_MACHINE_ARN"),
-            test_timeout_s=int(os.environ.get("AGENTLEDGER_TEST_TIMEOUT_SECONDS", "600")),
             # Lambda can only write under /tmp; the local runtime points this elsewhere.
             workspace_root=Path(os.environ.get("AGENTLEDGER_WORKSPACE_ROOT", "/tmp/agentledger")),
             max_replans=int(os.environ.get("AGENTLEDGER_MAX_REPLANS", "3")),
@@ -48,6 +59,12 @@ class Settings:
             github_repository=os.environ.get("GITHUB_REPOSITORY") or None,
             github_token_secret_arn=os.environ.get("GITHUB_TOKEN_SECRET_ARN") or None,
             receiver_timeout_s=float(os.environ.get("AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS", "5")),
+            test_build_project=os.environ.get("TEST_BUILD_PROJECT_NAME") or None,
+            test_timeout_limit_s=int(os.environ.get("AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "3600")),
+            artifact_link_endpoint=os.environ.get("ARTIFACT_LINK_ENDPOINT") or None,
+            allow_self_approval=os.environ.get("AGENTLEDGER_ALLOW_SELF_APPROVAL", "false") == "true",
+            local_repository_roots=tuple(
+                Path(root) for root in os.environ.get("AGENTLEDGER_LOCAL_REPOSITORY_ROOTS", "").split(os.pathsep) if root),
         )
 
     def require_state_machine(self) -> str:

@@ -39,8 +39,26 @@ class VerificationFailedError(LedgerError):
     """The test command ran and failed: a person has to look at the generated tests."""
 
 
+class NoTestsRanError(LedgerError):
+    """The test run passed without executing a single test: it shows nothing about the change."""
+
+
+class TestConfigurationError(LedgerError):
+    """The repository's test-run configuration (agentledger.toml, [tool.agentledger]) is invalid."""
+
+    __test__ = False  # not a pytest class
+
+
 class ReviewRejectedError(LedgerError):
     """A review decision that cannot be applied (wrong state, old plan digest)."""
+
+
+class RepositoryNotAllowedError(LedgerError):
+    """A repository location this deployment does not read; the message names the rule."""
+
+
+class ReviewForbiddenError(LedgerError):
+    """The caller may not decide this review (the run's own requester, without self-approval)."""
 
 
 class ArtifactIntegrityError(LedgerError):

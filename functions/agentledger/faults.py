@@ -11,12 +11,15 @@ from .states import Stage
 
 STAGE_CRASH_POINTS: tuple[str, ...] = ("before_work", "after_artifacts", "after_commit")
 EFFECT_CRASH_POINTS: tuple[str, ...] = ("before_call", "after_accept", "after_record")
+# Reached by verify once its test build has started and the ledger holds the build's id.
+BUILD_CRASH_POINTS: tuple[str, ...] = ("build_running",)
 # Effect points are reached while an effect is delivered, so only the stages that own an effect
 # have them. Written out rather than read from `effects.EFFECTS`, whose import is heavy; a unit
 # test keeps the two in agreement.
 STAGES_WITH_EFFECTS: frozenset[Stage] = frozenset({Stage.AWAIT_REVIEW, Stage.COMPLETE})
 CRASH_POINTS: dict[str, tuple[str, ...]] = {
     stage.value: STAGE_CRASH_POINTS + (EFFECT_CRASH_POINTS if stage in STAGES_WITH_EFFECTS else ())
+    + (BUILD_CRASH_POINTS if stage == Stage.VERIFY else ())
     for stage in Stage
 }
 # The local API's request header that arms a crash for the run the request creates.

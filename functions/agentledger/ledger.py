@@ -27,6 +27,7 @@ from .models import (
     RunState,
     RunStatus,
     StageRecord,
+    TestRun,
     Transition,
     utc_now,
 )
@@ -90,6 +91,8 @@ RECORD_KINDS: tuple[RecordKind, ...] = (
                lambda ledger, r: ledger.decisions.append(r)),
     RecordKind(Review, REVIEW_SK, lambda r: REVIEW_SK, lambda ledger, r: setattr(ledger, "review", r)),
     RecordKind(Effect, "EFFECT", lambda r: f"EFFECT#{r.key}", lambda ledger, r: ledger.effects.__setitem__(r.key, r)),
+    RecordKind(TestRun, "TESTRUN", lambda r: f"TESTRUN#{r.digest}",
+               lambda ledger, r: ledger.test_runs.__setitem__(r.digest, r)),
 )
 _KIND_BY_MODEL = {kind.model: kind for kind in RECORD_KINDS}
 _KIND_BY_PREFIX = {kind.prefix: kind for kind in RECORD_KINDS}
@@ -107,13 +110,15 @@ def _run_item(run: Run) -> dict[str, Any]:
     return _to_dynamo(item)
 
 
-def new_decision(kind: str, summary: str, details: dict[str, Any], execution: str | None = None) -> Decision:
+def new_decision(kind: str, summary: str, details: dict[str, Any], execution: str | None = None,
+                 actor: str | None = None) -> Decision:
     return Decision(
         decision_id=f"{utc_now()}#{uuid.uuid4().hex[:8]}",
         kind=kind,
         summary=summary,
         details=details,
         execution=execution,
+        actor=actor,
     )
 
 

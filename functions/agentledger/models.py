@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .states import (
     WORK_STAGES,
+    BuildStatus,
     DecisionKind,
     EffectStatus,
     EvidenceState,
@@ -37,6 +38,7 @@ class Run(Record):
     repository: str
     revision: str | None = None
     environment: str
+    requested_by: str | None = None  # the caller's principal ARN, as the API's authorization proved it
     state: RunState = RunState.CREATED
     status: RunStatus = RunStatus.RUNNING
     version: int = 0
@@ -99,6 +101,7 @@ class Decision(Record):
     summary: str
     details: dict[str, Any] = Field(default_factory=dict)
     execution: str | None = None
+    actor: str | None = None  # the principal whose request this was; None when the workflow decided
     at: str = Field(default_factory=utc_now)
 
 
@@ -112,7 +115,40 @@ class Review(Record):
     requested_at: str = Field(default_factory=utc_now)
     decision: Verdict | None = None
     decided_at: str | None = None
+    decided_by: str | None = None
     comment: str | None = None
+
+
+class TestRun(Record):
+    """One build of one set of test-run inputs (source tree, test files, configuration), keyed by
+    their digest: a retry or a resume finds it and waits for it instead of starting another."""
+
+    __test__ = False  # not a pytest class
+    digest: str
+    attempt: int = 1  # a person's resume after reported results builds the same inputs again
+    status: BuildStatus = BuildStatus.IN_PROGRESS
+    build_id: str | None = None  # None between recording the intent and CodeBuild's answer
+    input: ArtifactRef  # the tarball the build fetches
+    output_key: str  # where the build uploads its results (not content-addressed: written by the build)
+    execution: str | None = None
+    created_at: str = Field(default_factory=utc_now)
+    finished_at: str | None = None
+    report: dict[str, Any] | None = None  # command.json once the results were read: outcome, reason, counts
+
+    def marker(self, run_id: str) -> str:
+        """What the build carries as AGENTLEDGER_TEST_RUN, to be found again."""
+        return f"{run_id}/{self.digest}#{self.attempt}"
+
+
+class BuildRequest(Record):
+    """What a test build is started with. The URLs grant exactly this test run's input and output."""
+
+    test_run: str  # "<run id>/<input digest>"
+    input_url: str
+    output_grant: dict[str, Any]
+    image: str
+    compute: str
+    timeout_minutes: int
 
 
 class Effect(Record):
@@ -208,4 +244,5 @@ class Ledger(Record):
     transitions: list[Transition] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     effects: dict[str, Effect] = Field(default_factory=dict)
+    test_runs: dict[str, TestRun] = Field(default_factory=dict)
     review: Review | None = None

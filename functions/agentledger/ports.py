@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from .agent.source import SourceSnapshot
 from .models import (
     ArtifactRef,
+    BuildRequest,
     Decision,
     Ledger,
     Record,
@@ -16,6 +17,7 @@ from .models import (
     RunStatus,
     Stage,
 )
+from .states import BuildStatus
 
 
 class LedgerPort(Protocol):
@@ -57,6 +59,15 @@ class ArtifactPort(Protocol):
 
     def presigned_url(self, ref: ArtifactRef) -> str: ...
 
+    def download_url(self, key: str, expires_s: int) -> str:
+        """A presigned GET of one object: what a test build reads its inputs through."""
+
+    def upload_grant(self, key: str, max_bytes: int, expires_s: int, min_bytes: int = 1) -> dict[str, Any]:
+        """A presigned POST ({url, fields}) that can write only `key`, at most `max_bytes`."""
+
+    def read(self, key: str) -> bytes | None:
+        """An object that is not content-addressed (a build's upload); None when absent."""
+
     def list_keys(self, prefix: str) -> list[str]: ...
 
 
@@ -72,6 +83,19 @@ class ExecutionPort(Protocol):
     def fail_task(self, task_token: str, error: str, cause: str) -> bool: ...
 
     def heartbeat(self, task_token: str) -> bool: ...
+
+
+class BuildPort(Protocol):
+    """Test builds in a sandbox: CodeBuild on AWS, the local runtime's subprocess sandbox locally."""
+
+    def start(self, request: BuildRequest) -> str:
+        """Start a build; its id."""
+
+    def status(self, build_id: str) -> BuildStatus | None:
+        """None when no such build is known."""
+
+    def find(self, test_run: str) -> str | None:
+        """The id of a build already started for `test_run` ("<run id>/<input digest>"), if any."""
 
 
 class SourcePort(Protocol):

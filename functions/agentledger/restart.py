@@ -149,7 +149,11 @@ def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Cla
     if error_name == "EffectRejectedError":
         return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the receiver refused an external write; fix its configuration")
     if error_name == "VerificationFailedError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the generated tests fail; they need a person's eye")
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the test run failed; see test-output.txt and test-results.json")
+    if error_name == "NoTestsRanError":
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "no test executed, so nothing shows the change works")
+    if error_name == "TestConfigurationError":
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the repository's test configuration is invalid; fix it and resume")
     return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, f"unclassified error {error_name}: a person decides")
 
 

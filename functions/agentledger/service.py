@@ -11,6 +11,8 @@ from . import metric_names
 from .config import Settings
 from .errors import (
     ConcurrentModificationError,
+    RepositoryNotAllowedError,
+    ReviewForbiddenError,
     ReviewRejectedError,
     RunAlreadyExistsError,
 )
@@ -28,15 +30,19 @@ from .models import (
     StageStatus,
     utc_now,
 )
+from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
+from .sources import upload_key
 from .states import DecisionKind, EvidenceState, Verdict
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 
 
 class CreateRunRequest(BaseModel):
-    repository: str = Field(min_length=1, max_length=1024, description="local path, git checkout, or s3://bucket/key.tar.gz")
+    repository: str = Field(min_length=1, max_length=1024,
+                            description="s3://<bucket>/repositories/<sha256>.tar.gz from POST /uploads; "
+                                        "locally, a directory under a root the server allows")
     request: str = Field(min_length=1, max_length=4000, description="what the agent is asked to do")
     revision: str | None = Field(default=None, max_length=200, description="expected revision; refused if the repository is elsewhere")
     environment: str = Field(default="dev", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -53,6 +59,15 @@ class ReviewRequest(BaseModel):
     decision: Verdict
     plan_digest: str = Field(min_length=1, max_length=200)
     comment: str | None = Field(default=None, max_length=4000)
+
+
+UPLOAD_GRANT_SECONDS = 900
+SUMMARY_PLAN_ITEMS = 5
+
+
+class UploadRequest(BaseModel):
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the .tar.gz to upload")
+    size: int = Field(ge=1, le=MAX_UPLOAD_BYTES, description="its size in bytes")
 
 
 class RunConflictError(Exception):
@@ -90,19 +105,22 @@ class RunService:
         self.metrics = metrics
 
     # -- create ----------------------------------------------------------------------------
-    def create(self, body: CreateRunRequest, idempotency_key: str | None) -> dict[str, Any]:
+    def create(self, body: CreateRunRequest, idempotency_key: str | None, actor: str) -> dict[str, Any]:
         run_id = run_id_for(idempotency_key)
         try:
             snapshot = self.sources.snapshot(body.repository)
+        except RepositoryNotAllowedError as error:
+            raise RepositoryRejectedError(str(error)) from error
         except Exception as error:  # noqa: BLE001 — any reason the source cannot be read is the caller's to fix
             raise RepositoryRejectedError(f"repository {body.repository!r} cannot be read: {error}") from error
         if body.revision and body.revision not in (snapshot.revision, snapshot.revision.removesuffix("+dirty")):
             raise RepositoryRejectedError(f"repository is at {snapshot.revision}, not the requested {body.revision}")
         name = start_execution_name(run_id)
         run = Run(run_id=run_id, request=body.request, repository=body.repository, revision=snapshot.revision,
-                  environment=body.environment, active_execution=name, executions=[name])
+                  environment=body.environment, requested_by=actor, active_execution=name, executions=[name])
         created = new_decision(DecisionKind.CREATED, "run requested",
-                               {"request": body.model_dump(mode="json"), "body_digest": digest(body.model_dump(mode="json"))})
+                               {"request": body.model_dump(mode="json"), "body_digest": digest(body.model_dump(mode="json"))},
+                               actor=actor)
         try:
             self.ledger.create_run(run, created)
             self.metrics.count(metric_names.RUNS_STARTED)
@@ -112,6 +130,13 @@ class RunService:
                 raise RunConflictError(f"Idempotency-Key already used for run {run_id} with a different body") from None
         self.executions.start(name, run_id)
         return self._summary(run)
+
+    def grant_upload(self, body: UploadRequest) -> dict[str, Any]:
+        """A presigned POST for exactly this tarball: its key names its digest (checked again when
+        a run reads it) and its size is the one declared."""
+        key = upload_key(body.sha256)
+        grant = self.artifacts.upload_grant(key, body.size, UPLOAD_GRANT_SECONDS, min_bytes=body.size)
+        return {"repository": f"s3://{self.artifacts.bucket}/{key}", "expires_in_s": UPLOAD_GRANT_SECONDS, **grant}
 
     def _summary(self, run: Run) -> dict[str, Any]:
         return {"run_id": run.run_id, "status": run.status.value, "state": run.state.value,
@@ -138,15 +163,44 @@ class RunService:
             for ref in ledger.artifacts
         ]
         document["handoff"] = _handoff_view(ledger)
+        document["summary"] = self._summary_view(ledger)
         document["artifact_location"] = self.artifacts.location(run_id)
         return document
 
+    def _summary_view(self, ledger: Ledger) -> dict[str, Any]:
+        """What a person reads first: the request, the plan in a few lines, the files the run
+        writes and what its tests showed."""
+        plan = self._committed_json(ledger, Stage.PLAN, "plan.json")
+        files = self._committed_json(ledger, Stage.EXECUTE, "test-files.json") or {}
+        items = (plan or {}).get("items", [])
+        latest = max(ledger.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)
+        report = (latest.report if latest else None) or {}
+        counts = report.get("counts") or {}
+        return {
+            "request": ledger.run.request,
+            "plan": None if plan is None else {
+                "planner": plan.get("planner"), "targets": len(items), "skipped": len(plan.get("skipped", [])),
+                "first": [{"target": item["target"], "test_path": item["test_path"], "rationale": item["rationale"]}
+                          for item in items[:SUMMARY_PLAN_ITEMS]]},
+            "files_changed": [{"path": path, "lines": text.count("\n")} for path, text in sorted(files.items())],
+            "tests": {"written": len(items), "outcome": report.get("outcome"),
+                      **{name: counts.get(name) for name in ("passed", "failed", "errors", "skipped")}},
+        }
+
+    def _committed_json(self, ledger: Ledger, stage: Stage, name: str) -> Any:
+        record = ledger.stages.get(stage.value)
+        outputs = set(record.outputs) if record else set()
+        refs = [ref for ref in ledger.artifacts if ref.stage == stage and ref.name == name and ref.key in outputs]
+        return self.artifacts.get_json(refs[-1]) if refs else None
+
     # -- review ----------------------------------------------------------------------------
-    def review(self, run_id: str, body: ReviewRequest) -> dict[str, Any]:
+    def review(self, run_id: str, body: ReviewRequest, actor: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         run, review = ledger.run, ledger.review
         if run.status != RunStatus.AWAITING_REVIEW or review is None or review.decision is not None:
             raise ReviewRejectedError(f"run {run_id} is not waiting for review (status {run.status.value})")
+        if body.decision == Verdict.APPROVE and actor == run.requested_by and not self.settings.allow_self_approval:
+            self._refuse_review(run, body, actor)
         if body.plan_digest != review.plan_digest:
             raise ReviewRejectedError(
                 f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
@@ -154,8 +208,10 @@ class RunService:
         statuses = evaluate_evidence(ledger, snapshot)
         if not review_still_holds(ledger, statuses):
             self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans, statuses))
-        decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(), "comment": body.comment})
-        decision = new_decision(DecisionKind.REVIEW, f"reviewer chose {body.decision}", body.model_dump(mode="json"))
+        decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(),
+                                            "decided_by": actor, "comment": body.comment})
+        decision = new_decision(DecisionKind.REVIEW, f"reviewer chose {body.decision}", body.model_dump(mode="json"),
+                                actor=actor)
         stage = ledger.stages[Stage.AWAIT_REVIEW.value]
         if body.decision == Verdict.APPROVE:
             fingerprint = digest({"decision": Verdict.APPROVE.value, "plan_digest": review.plan_digest,
@@ -184,6 +240,16 @@ class RunService:
         # is recorded, and the review keeper hands it to the task that waits now.
         return {"run_id": run_id, "decision": body.decision, "status": run.status.value, "delivered": delivered}
 
+    def _refuse_review(self, run: Run, body: ReviewRequest, actor: str) -> None:
+        why = (f"{actor} requested run {run.run_id} and may not approve it; another reviewer must "
+               "(separation of duties; a one-person team deploys with allowSelfApproval=true)")
+        refused = new_decision(DecisionKind.REVIEW_REFUSED, why, body.model_dump(mode="json"), actor=actor)
+        try:
+            self.ledger.write(run, records=[refused], reason="review refused: the requester may not approve")
+        except ConcurrentModificationError:
+            pass  # the refusal stands either way; only its record is lost to a concurrent change
+        raise ReviewForbiddenError(why)
+
     def _reject_stale_review(self, ledger: Ledger, assessment: Assessment) -> None:
         """Record the rejection, invalidate the plan and wake the waiting execution so it
         replans now instead of waiting for the review to time out."""
@@ -194,7 +260,7 @@ class RunService:
         raise ReviewRejectedError(f"the plan is stale and was not approved: {why}")
 
     # -- resume ----------------------------------------------------------------------------
-    def resume(self, run_id: str) -> dict[str, Any]:
+    def resume(self, run_id: str, actor: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         run = ledger.run
         if run.status not in RESUMABLE:
@@ -212,7 +278,7 @@ class RunService:
         name = resume_execution_name(run_id, number)
         assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans)
         response = {"run_id": run_id, "execution": name, "assessment": _assessment_view(assessment)}
-        decision = new_decision(DecisionKind.RESUME, assessment.reason, response)
+        decision = new_decision(DecisionKind.RESUME, assessment.reason, response, actor=actor)
         try:
             self.ledger.write(run, status=RunStatus.RUNNING, records=[decision], reason=f"resumed as {name}",
                               changes={"active_execution": name, "executions": [*run.executions, name], "resumes": number})

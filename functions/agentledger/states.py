@@ -48,6 +48,17 @@ class EffectStatus(StrEnum):
     FAILED = "failed"  # the receiver answered with an error: look, then it is safe to send again
 
 
+class BuildStatus(StrEnum):
+    """A test build's status, in CodeBuild's words."""
+
+    IN_PROGRESS = "IN_PROGRESS"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    FAULT = "FAULT"
+    TIMED_OUT = "TIMED_OUT"
+    STOPPED = "STOPPED"
+
+
 class EvidenceState(StrEnum):
     VALID = "valid"
     STALE = "stale"
@@ -66,6 +77,7 @@ class DecisionKind(StrEnum):
     STALE_CONTEXT = "stale_context"
     SUPERSEDED = "superseded"
     EFFECT_SKIPPED = "effect_skipped"
+    REVIEW_REFUSED = "review_refused"
 
 
 class Verdict(StrEnum):

@@ -5,13 +5,14 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from agentledger.config import Settings
-from agentledger.errors import ReviewRejectedError, RunNotFoundError
+from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
 from agentledger.models import RunStatus
 from agentledger.service import (
     CreateRunRequest,
     RepositoryRejectedError,
     ReviewRequest,
     RunConflictError,
+    UploadRequest,
 )
 from aws_lambda_powertools.event_handler import (
     APIGatewayRestResolver,
@@ -92,8 +93,27 @@ def _bad_request(error: ValueError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.BAD_REQUEST, str(error))
 
 
+class CallerUnknownError(Exception):
+    """A write whose caller the request context does not name: IAM authorization was bypassed."""
+
+
+def _caller() -> str:
+    """The principal API Gateway's IAM authorization proved (the local API verifies SigV4 the
+    same way and fills in the same field). Nothing the caller sends in a header or body counts."""
+    principal = app.current_event.request_context.identity.user_arn
+    if not principal:
+        raise CallerUnknownError("the request carries no caller identity; sign it with SigV4 (IAM authorization)")
+    return principal
+
+
+@app.exception_handler([ReviewForbiddenError, CallerUnknownError])
+def _forbidden(error: Exception) -> Response[dict[str, Any]]:
+    return _error(HTTPStatus.FORBIDDEN, str(error))
+
+
 def _create_once(command: dict[str, Any]) -> dict[str, Any]:
-    return service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"])
+    return service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"],
+                            command["caller"])
 
 
 def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -> dict[str, Any]:
@@ -113,13 +133,21 @@ def create_run(
     body: Annotated[CreateRunRequest, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> Response[dict[str, Any]]:
-    command = {"idempotency_key": idempotency_key, "body": body.model_dump(mode="json")}
+    command = {"idempotency_key": idempotency_key, "body": body.model_dump(mode="json"), "caller": _caller()}
     if idempotency_key:
         result = _idempotent_create(command, app.lambda_context)
     else:
         result = _create_once(command)
     logger.append_keys(run_id=result["run_id"])
     return Response(status_code=HTTPStatus.CREATED, content_type=content_types.APPLICATION_JSON, body=result)
+
+
+@app.post("/uploads", summary="A presigned POST to upload a repository tarball for a run",
+          responses={201: {"description": "upload grant issued"}})
+def grant_upload(body: Annotated[UploadRequest, Body()]) -> Response[dict[str, Any]]:
+    _caller()  # only a signed caller gets a grant
+    return Response(status_code=HTTPStatus.CREATED, content_type=content_types.APPLICATION_JSON,
+                    body=service().grant_upload(body))
 
 
 @app.get("/runs", summary="List runs, newest first")
@@ -140,13 +168,13 @@ def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
 @app.post("/runs/<run_id>/review", summary="Approve the plan or request changes")
 def review_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().review(run_id, body)
+    return service().review(run_id, body, _caller())
 
 
 @app.post("/runs/<run_id>/resume", summary="Resume a stopped run from what is still valid")
 def resume_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().resume(run_id)
+    return service().resume(run_id, _caller())
 
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)

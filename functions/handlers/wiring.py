@@ -7,9 +7,11 @@ from functools import lru_cache
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from agentledger import metric_names
 from agentledger.agent import load_agent
 from agentledger.artifacts import ArtifactStore
+from agentledger.builds import CodeBuildBuilds
 from agentledger.config import Settings
 from agentledger.effects import EffectRunner
 from agentledger.executions import ExecutionControl
@@ -68,8 +70,11 @@ def lambda_handler(model: type[BaseModel] | None = None,
 @lru_cache(maxsize=8)
 def _stores(settings: Settings) -> tuple[LedgerStore, ArtifactStore, SourceResolver]:
     ledger = LedgerStore(settings.ledger_table, boto3.resource("dynamodb"))
-    artifacts = ArtifactStore(settings.artifact_bucket, boto3.client("s3"))
-    return ledger, artifacts, SourceResolver(artifacts, settings.workspace_root)
+    s3 = boto3.client("s3")
+    # Links and upload grants are SigV4 (S3 no longer takes SigV2 for new buckets), on loopback locally.
+    links = boto3.client("s3", endpoint_url=settings.artifact_link_endpoint, config=Config(signature_version="s3v4"))
+    artifacts = ArtifactStore(settings.artifact_bucket, s3, links)
+    return ledger, artifacts, SourceResolver(artifacts, settings.workspace_root, settings.local_repository_roots)
 
 
 def _executions(settings: Settings) -> ExecutionControl | None:
@@ -81,7 +86,10 @@ def _executions(settings: Settings) -> ExecutionControl | None:
 @lru_cache(maxsize=8)
 def _workflow(settings: Settings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
-    return Workflow(settings, ledger, artifacts, sources, load_agent(settings.agent_spec), _executions(settings), sink)
+    builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"))
+              if settings.test_build_project else None)
+    return Workflow(settings, ledger, artifacts, sources, load_agent(settings.agent_spec), _executions(settings), sink,
+                    builds)
 
 
 def _receivers(settings: Settings) -> dict[str, Receiver]:

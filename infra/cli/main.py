@@ -13,24 +13,36 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
+from agentledger.limits import MAX_UPLOAD_BYTES
 from agentledger.states import RunStatus
+from infra.local.profiles import local_credentials_dir
 
 from . import render
-from .client import ApiClient, ApiError, ApiUnreachable
+from .client import ApiClient, ApiError, ApiUnreachable, fetch, upload
+from .packaging import PackagingError, package_repository
+from .signing import SigningError, is_loopback, request_signer
 
 DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
 DEFAULT_REQUEST = "Write tests for the functions that lack them"
 DEFAULT_WAIT_TIMEOUT_S = 120.0
 POLL_INTERVAL_S = 0.3
+CLEAR_LINE = "\r\x1b[K"
 # Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
 SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
+# Exit codes (the README's table): 0 done or waiting for review, and for every command that
+# answered. There is no "failed" run status: every failure ends with a person (3).
+EXIT_OK = 0
 EXIT_USER_ERROR = 1
+EXIT_NEEDS_PERSON = 3
+EXIT_STILL_RUNNING = 4  # --wait gave up after --timeout; the run goes on
 EXIT_INTERRUPTED = 130
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 StageMarks = dict[str, tuple[Any, ...]]
 
@@ -38,10 +50,19 @@ StageMarks = dict[str, tuple[Any, ...]]
 class CliError(Exception):
     """A problem the user can fix, reported as one line."""
 
+    exit_code = EXIT_USER_ERROR
+
+
+class StillRunning(CliError):
+    exit_code = EXIT_STILL_RUNNING
+
 
 # -- shared pieces -----------------------------------------------------------------------------
 def _client(args: argparse.Namespace) -> ApiClient:
-    return ApiClient(args.api)
+    try:
+        return ApiClient(args.api, request_signer(args.api, args.profile))
+    except SigningError as error:
+        raise CliError(str(error)) from None
 
 
 def _emit(args: argparse.Namespace, document: Any, human: Callable[[Any], str]) -> None:
@@ -64,18 +85,25 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
     fails or is invalidated. Returns the last run document."""
     seen = dict(already_seen or {})
     deadline = time.monotonic() + timeout_s
+    live = show_progress and sys.stdout.isatty()  # a rewritten line only where a person watches
     while True:
         document = client.get(_run_path(run_id))
         for name, mark in _stage_marks(document).items():
             if seen.get(name) != mark:
                 seen[name] = mark
                 if show_progress:
-                    print(render.stage_progress_line(document["stages"][name]), flush=True)
+                    print(f"{CLEAR_LINE if live else ''}{render.stage_progress_line(document['stages'][name])}",
+                          flush=True)
         status = document["run"]["status"]
         if status in SETTLED and not _decided_but_not_yet_moved_on(document):
+            if live:
+                print(CLEAR_LINE, end="", flush=True)
             return document
+        elapsed = render.elapsed_line(document["stages"], datetime.now(timezone.utc)) if live else None
+        if elapsed:
+            print(f"{CLEAR_LINE}{elapsed}", end="", flush=True)
         if time.monotonic() >= deadline:
-            raise CliError(f"{run_id} is still {status} after {timeout_s:g}s; "
+            raise StillRunning(f"{run_id} is still {status} after {timeout_s:g}s; "
                            f"it goes on without us: follow it with `agentledger show {run_id}`")
         time.sleep(POLL_INTERVAL_S)
 
@@ -87,20 +115,22 @@ def _decided_but_not_yet_moved_on(document: dict[str, Any]) -> bool:
 
 
 def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
-                       already_seen: StageMarks | None = None) -> None:
+                       already_seen: StageMarks | None = None) -> int:
     if not args.json:
         print(f"following {run_id} (Ctrl-C stops following, not the run)", flush=True)
     final = follow_run(client, run_id, timeout_s=args.timeout, show_progress=not args.json, already_seen=already_seen)
     _emit(args, final, render.outcome)
+    return EXIT_NEEDS_PERSON if final["run"]["status"] == RunStatus.NEEDS_PERSON else EXIT_OK
 
 
 # -- commands ----------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     # The runtime pulls in moto, boto3 and the CDK assembly: only `serve` pays for that import.
+    from infra.local.principals import write_profiles  # noqa: PLC0415
     from infra.local.runtime import LocalRuntime  # noqa: PLC0415
     from infra.local.server import LocalApiServer  # noqa: PLC0415
 
-    runtime = LocalRuntime()
+    runtime = LocalRuntime(repository_roots=_repository_roots(args.allow_root), context=_context(args.context))
     try:
         # Bound before the stack starts, so a busy port fails in a moment, not after the deploy.
         server = LocalApiServer(runtime, args.port, args.keeper_interval)
@@ -112,6 +142,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         runtime.start()
     except Exception as error:  # noqa: BLE001 — any startup failure is reported as one line
         raise CliError(f"the local stack did not start: {_last_line(error)}") from None
+    credentials, _ = write_profiles(local_credentials_dir(), runtime.principals)
     stopping = threading.Event()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: stopping.set())
@@ -119,12 +150,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         print(f"agentledger local API on {server.url} (Ctrl-C to stop)", flush=True)
         print(f"state machine: {runtime.state_machine_arn}", flush=True)
+        print(f"callers: profiles {', '.join(p.profile for p in runtime.principals)} in {credentials}; the CLI "
+              "signs as the requester unless --profile names another", flush=True)
         stopping.wait()
         print("agentledger: stopping...", file=sys.stderr, flush=True)
     finally:
         server.stop()
         runtime.stop()
     return 0
+
+
+def _context(given: list[str] | None) -> dict[str, str]:
+    """`-c key=value` pairs, as `cdk deploy` takes them."""
+    from infra import PROJECT_ROOT  # noqa: PLC0415
+
+    known = sorted(key for key in json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"] if "@" not in key)
+    context = {}
+    for pair in given or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"-c {pair}: expected key=value, as `cdk deploy -c` takes it")
+        if key not in known:
+            raise CliError(f"-c {pair}: unknown context key {key!r}; the stack reads {', '.join(known)}")
+        context[key] = value
+    return context
+
+
+def _repository_roots(given: list[str] | None) -> tuple[Path, ...] | None:
+    if not given:
+        return None
+    roots = []
+    for text in given:
+        root = Path(text).expanduser().resolve()
+        if not root.is_dir():
+            raise CliError(f"--allow-root {text}: not a directory")
+        if root == Path(root.anchor):
+            raise CliError(f"--allow-root {text}: refusing to allow every file on this machine; name a project directory")
+        roots.append(root)
+    return tuple(roots)
 
 
 def _last_line(error: Exception) -> str:
@@ -145,15 +208,34 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(str(error)) from None
         headers[CRASH_HEADER] = args.crash
     client = _client(args)
-    body = {"repository": str(repository), "request": args.request, "environment": "dev"}
+    location = _uploaded(client, repository, args) if _should_upload(args) else str(repository)
+    body = {"repository": location, "request": args.request, "environment": "dev"}
     response = client.post("/runs", body, headers=headers)
     if not args.wait:
         _emit(args, response, render.created)
         return 0
     if not args.json:
         print(render.created(response), flush=True)
-    _follow_and_report(args, client, response["run_id"])
-    return 0
+    return _follow_and_report(args, client, response["run_id"])
+
+
+def _should_upload(args: argparse.Namespace) -> bool:
+    """A deployed API cannot read this machine's disk: the tree is uploaded. A local API reads the
+    directory itself unless --upload asks for the deployed path."""
+    return args.upload or not is_loopback(args.api)
+
+
+def _uploaded(client: ApiClient, repository: Path, args: argparse.Namespace) -> str:
+    try:
+        package = package_repository(repository, MAX_UPLOAD_BYTES)
+    except PackagingError as error:
+        raise CliError(str(error)) from None
+    if not args.json:
+        print(f"packaged {package.files} files of {repository} ({package.sha256[:12]}, {len(package.data)} bytes); "
+              "uploading...", file=sys.stderr, flush=True)
+    grant = client.post("/uploads", {"sha256": package.sha256, "size": len(package.data)})
+    upload(grant, package.data)
+    return grant["repository"]
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -179,18 +261,70 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_artifact(args: argparse.Namespace) -> int:
+    data = _artifact_bytes(_client(args), args.run_id, args.name)
+    if args.output:
+        Path(args.output).write_bytes(data)
+        print(f"wrote {len(data)} bytes to {args.output}", file=sys.stderr, flush=True)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    sys.stdout.buffer.write(_artifact_bytes(_client(args), args.run_id, "changes.diff"))
+    sys.stdout.flush()
+    return 0
+
+
+def _artifact_bytes(client: ApiClient, run_id: str, name: str) -> bytes:
+    """The newest artifact of that name, fetched through its presigned link."""
+    artifacts = client.get(_run_path(run_id))["artifacts"]
+    matching = [artifact for artifact in artifacts if artifact["name"] == name]
+    if not matching:
+        names = ", ".join(sorted({artifact["name"] for artifact in artifacts})) or "none yet"
+        raise CliError(f"{run_id} has no artifact named {name!r}; it has: {names}")
+    return fetch(max(matching, key=lambda artifact: artifact["created_at"])["url"])
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     client = _client(args)
     plan_digest = args.plan_digest
-    if plan_digest is None:
+    decision = "approve" if args.approve else "request_changes" if args.request_changes else None
+    if plan_digest is None or decision is None:
         document = client.get(_run_path(args.run_id))
-        plan_digest = (document.get("review") or {}).get("plan_digest") or document["run"].get("plan_digest")
+        plan_digest = plan_digest or (document.get("review") or {}).get("plan_digest") or document["run"].get("plan_digest")
         if not plan_digest:
             raise CliError(f"{args.run_id} has no plan to review yet (status {document['run']['status']})")
-    body = {"decision": "approve" if args.approve else "request_changes", "plan_digest": plan_digest,
-            "comment": args.comment}
+        if decision is None:
+            decision, comment = _ask_for_decision(args, client, document)
+            if decision is None:
+                return EXIT_OK
+            args.comment = args.comment or comment
+    body = {"decision": decision, "plan_digest": plan_digest, "comment": args.comment}
     _emit(args, client.post(f"{_run_path(args.run_id)}/review", body), render.review_result)
     return 0
+
+
+def _ask_for_decision(args: argparse.Namespace, client: ApiClient,
+                      document: dict[str, Any]) -> tuple[str | None, str | None]:
+    """What is being approved, then the question, on a terminal only."""
+    if document["run"]["status"] != RunStatus.AWAITING_REVIEW:
+        raise CliError(f"{args.run_id} is not waiting for review (status {document['run']['status']})")
+    diff = _artifact_bytes(client, args.run_id, "changes.diff").decode(errors="replace")
+    print(render.review_brief(document, diff), flush=True)
+    if not sys.stdin.isatty():
+        raise CliError("no terminal to ask on: decide with --approve or --request-changes [--comment TEXT]")
+    while True:
+        answer = input("\napprove, request changes, or quit without deciding? [a/r/q] ").strip().lower()
+        if answer in ("a", "approve"):
+            return "approve", None
+        if answer in ("r", "request changes"):
+            return "request_changes", input("what should the planner change? ").strip() or None
+        if answer in ("q", "quit", ""):
+            print("no decision recorded", flush=True)
+            return None, None
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -203,8 +337,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return 0
     if not args.json:
         print(render.assessment(response), flush=True)
-    _follow_and_report(args, client, args.run_id, already_seen=before)
-    return 0
+    return _follow_and_report(args, client, args.run_id, already_seen=before)
 
 
 def cmd_crash_points(args: argparse.Namespace) -> int:
@@ -244,6 +377,10 @@ def _global_options(defaults: bool) -> argparse.ArgumentParser:
                          help=f"the agentledger API (default: $AGENTLEDGER_API, else {DEFAULT_API})")
     options.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS,
                          help="print one JSON document instead of the human view")
+    profile_default = os.environ.get("AWS_PROFILE") if defaults else argparse.SUPPRESS
+    options.add_argument("--profile", metavar="NAME", default=profile_default,
+                         help="the AWS profile whose credentials sign each request (default: botocore's "
+                              "chain; for a local API, the requester `serve` wrote)")
     return options
 
 
@@ -268,12 +405,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1 (default %(default)s)")
     serve.add_argument("--keeper-interval", type=float, default=5.0, metavar="SECONDS",
                        help="how often the review keeper runs (AWS: every 5 minutes; default %(default)g s)")
+    serve.add_argument("-c", "--context", action="append", metavar="KEY=VALUE",
+                       help="a CDK context value for the local stack, exactly as `cdk deploy -c` takes it "
+                            "(the README's configuration table); repeatable")
+    serve.add_argument("--allow-root", action="append", metavar="DIR",
+                       help="a directory under which local repositories may lie; repeatable (default: your "
+                            "home directory and the temporary directory)")
 
     run = command("run", cmd_run, "start a run on a repository")
     run.add_argument("path", metavar="PATH", help="the repository directory")
     run.add_argument("--request", default=DEFAULT_REQUEST, help="what the agent is asked to do (default: %(default)r)")
     run.add_argument("--crash", metavar="STAGE:POINT", help="local runtime only: crash that stage at that point "
                                                              "(see `agentledger crash-points`)")
+    run.add_argument("--upload", action="store_true",
+                     help="package and upload the working tree (always, against a deployed API; "
+                          ".gitignore is honoured)")
     run.add_argument("--idempotency-key", metavar="KEY",
                      help="names the run: repeating the command with the same key and body returns the same run")
     _add_wait_options(run)
@@ -286,9 +432,17 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", cmd_show, "the whole ledger of a run: handoff, stages, evidence, artifacts, history")
     show.add_argument("run_id", metavar="RUN")
 
+    artifact = command("artifact", cmd_artifact, "print or save one of a run's artifacts")
+    artifact.add_argument("run_id", metavar="RUN")
+    artifact.add_argument("name", metavar="NAME", help="as `show` lists it, e.g. test-output.txt")
+    artifact.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout")
+
+    diff = command("diff", cmd_diff, "print the change the run made (changes.diff)")
+    diff.add_argument("run_id", metavar="RUN")
+
     review = command("review", cmd_review, "approve the run's plan or request changes")
     review.add_argument("run_id", metavar="RUN")
-    decision = review.add_mutually_exclusive_group(required=True)
+    decision = review.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true")
     decision.add_argument("--request-changes", action="store_true")
     review.add_argument("--comment")
@@ -317,7 +471,14 @@ def main(argv: list[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USER_ERROR
     try:
         return args.handler(args)
-    except (CliError, ApiError, ApiUnreachable) as error:
+    except BrokenPipeError:
+        # The reader went away (`show RUN | head`): nothing more to say, and nowhere to say it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+    except CliError as error:
+        print(f"agentledger: {error}", file=sys.stderr)
+        return error.exit_code
+    except (ApiError, ApiUnreachable) as error:
         print(f"agentledger: {error}", file=sys.stderr)
     except KeyboardInterrupt:
         print("agentledger: interrupted", file=sys.stderr)

@@ -19,6 +19,7 @@ CRASH_POINT_MEANINGS = {
     "before_call": "effect attempt recorded, receiver not called yet (fires once)",
     "after_accept": "receiver accepted the write, response lost before the read-back (fires once)",
     "after_record": "effect confirmed and recorded, handler not yet returned (fires once)",
+    "build_running": "test build started and its id recorded, the build still running",
 }
 EFFECT_FIELDS = ("kind", "status", "receiver", "receiver_id", "attempts", "key", "error")
 METRICS_TIMINGS = ("time_to_handoff_s", "review_wait_s")
@@ -105,6 +106,19 @@ def stage_progress_line(record: Mapping[str, Any]) -> str:
     return line
 
 
+def elapsed_line(stages: Mapping[str, Mapping[str, Any]], now: datetime) -> str | None:
+    """The live line while a stage runs: which one, and for how long so far."""
+    running = [record for record in stages.values() if record["status"] == "running" and record.get("started_at")]
+    if not running:
+        return None
+    record = max(running, key=lambda r: r["started_at"])
+    started = _parse(record["started_at"])
+    assert started is not None
+    seconds = max(0, int((now - started).total_seconds()))
+    shown = f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"  … {record['stage']} running for {shown}"
+
+
 def outcome(document: Mapping[str, Any]) -> str:
     """What a finished wait means for the person watching, and what they can do next."""
     run = document["run"]
@@ -112,8 +126,9 @@ def outcome(document: Mapping[str, Any]) -> str:
     if status == "awaiting_review":
         digest = (document.get("review") or {}).get("plan_digest") or run.get("plan_digest") or "?"
         return (f"{run_id} is awaiting review of plan {digest}\n"
-                f"  approve with `agentledger review {run_id} --approve` "
-                f"(or --request-changes); inspect it with `agentledger show {run_id}`")
+                f"  a reviewer other than {run.get('requested_by') or 'the requester'} approves with "
+                f"`agentledger review {run_id} --approve --profile REVIEWER` (or --request-changes); "
+                f"inspect it with `agentledger show {run_id}`")
     if status == "complete":
         return f"{run_id} is complete; see the ledger with `agentledger show {run_id}`"
     if status == "needs_person":
@@ -188,15 +203,76 @@ def _timing(stats: Mapping[str, Any] | None) -> str:
 # -- the whole ledger of a run -----------------------------------------------------------------
 def run_timeline(document: Mapping[str, Any]) -> str:
     sections = [
+        summary(document.get("summary")),
         _handoff(document.get("handoff")),
         _header(document),
         _stages(document.get("stages") or {}),
+        _tests(document.get("test_runs") or {}),
         _evidence(document.get("evidence") or {}, document.get("evidence_status") or {}),
         _artifacts(document.get("artifacts") or [], document.get("artifact_location")),
         _section("Effects", [f"  {_effect_line(effect)}" for effect in _listed(document.get("effects"))]),
         _section("Decisions", [f"  {when(d['at'])}  {d['kind']:<20} {d['summary']}"
+                               + (f"  (by {d['actor']})" if d.get("actor") else "")
                                for d in document.get("decisions") or []]),
         _transitions(document.get("transitions") or []),
+    ]
+    return "\n\n".join("\n".join(section) for section in sections if section)
+
+
+def summary(brief: Mapping[str, Any] | None) -> list[str]:
+    """The run in a few lines: asked for, planned, written, shown."""
+    if not brief:
+        return []
+    lines = ["Summary", f"  asked    {truncate(brief['request'], BOX_WIDTH)}"]
+    plan = brief.get("plan")
+    if plan is None:
+        lines.append("  plan     not made yet")
+    else:
+        lines.append(f"  plan     {plan['targets']} target(s) to test, {plan['skipped']} skipped ({plan['planner']})")
+        lines += [f"             {item['target']} → {item['test_path']}: {truncate(item['rationale'], 60)}"
+                  for item in plan["first"]]
+        if plan["targets"] > len(plan["first"]):
+            lines.append(f"             … and {plan['targets'] - len(plan['first'])} more (`agentledger artifact RUN plan.json`)")
+    changed = brief.get("files_changed") or []
+    lines.append(f"  files    {len(changed)} written: " + (", ".join(f"{f['path']} (+{f['lines']})" for f in changed)
+                                                           if changed else "none yet"))
+    tests = brief["tests"]
+    shown = (f"{tests['outcome']}: {tests['passed']} passed, {tests['failed']} failed, {tests['errors']} errored, "
+             f"{tests['skipped']} skipped" if tests.get("passed") is not None
+             else (tests.get("outcome") or "not run yet"))
+    lines.append(f"  tests    {tests['written']} written; {shown}")
+    return lines
+
+
+def diff_stat(diff: str) -> list[tuple[str, int, int]]:
+    """(file, lines added, lines removed) for each file of a unified diff."""
+    stats: dict[str, list[int]] = {}
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[4:].removeprefix("b/")
+            stats.setdefault(current, [0, 0])
+        elif current and line.startswith("+") and not line.startswith("+++"):
+            stats[current][0] += 1
+        elif current and line.startswith("-") and not line.startswith("---"):
+            stats[current][1] += 1
+    return [(path, added, removed) for path, (added, removed) in stats.items()]
+
+
+def review_brief(document: Mapping[str, Any], diff: str) -> str:
+    """What a reviewer approves: the plan, the change, the test results and the evidence that holds."""
+    run, review = document["run"], document.get("review") or {}
+    stat = diff_stat(diff)
+    statuses = document.get("evidence_status") or {}
+    sections = [
+        [f"Review of {run['run_id']}: plan {review.get('plan_digest') or run.get('plan_digest')}",
+         f"  requested by {run.get('requested_by') or 'unknown'}"],
+        summary(document.get("summary")),
+        ["Change", *[f"  {path}  +{added} -{removed}" for path, added, removed in stat],
+         f"  {len(stat)} file(s), +{sum(a for _, a, _ in stat)} -{sum(r for _, _, r in stat)}"],
+        _tests(document.get("test_runs") or {}),
+        ["Evidence", *[f"  {EVIDENCE_GLYPHS.get(s['status'], '?')} {name:<13} {s['status']:<8} {s['reason']}"
+                       for name, s in statuses.items()]],
     ]
     return "\n\n".join("\n".join(section) for section in sections if section)
 
@@ -231,7 +307,8 @@ def _header(document: Mapping[str, Any]) -> list[str]:
     run = document["run"]
     review = document.get("review") or {}
     if review:
-        review_line = (f"{review['decision']} at {when(review.get('decided_at'))}" if review.get("decision")
+        review_line = (f"{review['decision']} at {when(review.get('decided_at'))}"
+                       f" by {review.get('decided_by') or 'unknown'}" if review.get("decision")
                        else f"pending since {when(review.get('requested_at'))}")
     else:
         review_line = "not requested"
@@ -241,6 +318,7 @@ def _header(document: Mapping[str, Any]) -> list[str]:
         ("repository", run["repository"]),
         ("revision", run.get("revision") or "-"),
         ("request", run["request"]),
+        ("requested by", run.get("requested_by") or "unknown (before identities were recorded)"),
         ("environment", run["environment"]),
         ("executions", ", ".join(run.get("executions") or []) or "-"),
         ("plan digest", run.get("plan_digest") or "-"),
@@ -269,6 +347,32 @@ def _stages(stages: Mapping[str, Mapping[str, Any]]) -> list[str]:
         error = (stages.get(name) or {}).get("error")
         if error:
             lines.append(f"      error: {truncate(error, BOX_WIDTH)}")
+    return lines
+
+
+def test_counts(counts: Mapping[str, Any] | None) -> str:
+    if not counts:
+        return "no JUnit XML, so no counts"
+    noun = "test" if counts["tests"] == 1 else "tests"
+    return (f"{counts['tests']} {noun}: {counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['errors']} errored, {counts['skipped']} skipped")
+
+
+def _tests(test_runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The newest test build first: what it showed, in counts a person can read."""
+    if not test_runs:
+        return []
+    lines = ["Tests"]
+    for run in sorted(test_runs.values(), key=lambda r: r.get("created_at") or "", reverse=True):
+        report = run.get("report") or {}
+        build = f"build {run.get('build_id') or '(starting)'} {run.get('status', '?')}"
+        lines.append(f"  {report.get('outcome', 'running'):<14} {build}, inputs {run['digest'][:12]}")
+        if report:
+            lines.append(f"    {report.get('reason', '')}")
+            counts = report.get("counts")
+            lines.append(f"    {test_counts(counts)}")
+            for name in (counts or {}).get("failing", [])[:10]:
+                lines.append(f"    ✗ {name}")
     return lines
 
 

@@ -20,7 +20,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from agentledger import metric_names
+from agentledger.sources import UPLOAD_PREFIX
 from infra import PROJECT_ROOT
+from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.bundling import dependencies_layer_code
 from infra.constructs.notifications import Notifications
 from infra.constructs.storage import Storage
@@ -64,6 +66,12 @@ class FunctionSpec:
     extra_environment: Mapping[str, str] = field(default_factory=dict)
     # Delivers external writes: publishes to the notification topic and opens GitHub tickets.
     delivers_effects: bool = False
+    # Starts and watches the test builds of the build sandbox.
+    starts_test_builds: bool = False
+    # Applies people's review decisions, so it enforces separation of duties.
+    decides_reviews: bool = False
+    # Signs upload grants (presigned POSTs) for repository tarballs under UPLOAD_PREFIX.
+    grants_uploads: bool = False
 
 
 FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
@@ -73,15 +81,18 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         idempotency=Access.READ_WRITE,  # POST /runs honours the Idempotency-Key header
         workflow_control=WorkflowControl.START_AND_RESPOND,
         state_machine_task=False,
+        decides_reviews=True,
+        grants_uploads=True,
     ),
     FunctionSpec("AssessFunction", "handlers.control.assess", 60, artifacts=Access.READ),
     FunctionSpec("InspectFunction", "handlers.stages.inspect", 300),
     FunctionSpec("PlanFunction", "handlers.stages.plan", 300),
     FunctionSpec("ExecuteFunction", "handlers.stages.execute", 300),
     FunctionSpec(
-        "VerifyFunction", "handlers.stages.verify", 900,
-        memory_mb=1024,  # runs the repository's test suite in a subprocess
-        extra_environment={"AGENTLEDGER_TEST_TIMEOUT_SECONDS": "600"},
+        "VerifyFunction", "handlers.stages.verify", 120,
+        # Packages the inputs and reads back the results; the suite itself runs in a build.
+        memory_mb=512,
+        starts_test_builds=True,
     ),
     FunctionSpec(
         "RequestReviewFunction", "handlers.review.request", 20,
@@ -111,6 +122,15 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
 )
 
 
+# Start a build with this test run's variables, poll it, find it again after a crash. Nothing
+# in the workflow stops a build (its timeout does), so StopBuild is an operator's, not verify's.
+TEST_BUILD_ACTIONS = (
+    "codebuild:StartBuild",
+    "codebuild:BatchGetBuilds",
+    "codebuild:ListBuildsForProject",
+)
+
+
 class Functions(Construct):
     """All Lambda functions of the contract, built from FUNCTION_SPECS."""
 
@@ -121,11 +141,19 @@ class Functions(Construct):
         *,
         storage: Storage,
         notifications: Notifications,
+        build_sandbox: BuildSandbox,
+        test_timeout_limit_seconds: int,
         environment_name: str,
+        allow_self_approval: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self._storage = storage
         self._notifications = notifications
+        self._build_sandbox = build_sandbox
+        self._build_environment = {
+            "TEST_BUILD_PROJECT_NAME": build_sandbox.project.project_name,
+            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS": str(test_timeout_limit_seconds),
+        }
         self._dependencies = lambda_.LayerVersion(
             self,
             "DependenciesLayer",
@@ -146,6 +174,7 @@ class Functions(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "AGENTLEDGER_ENVIRONMENT": environment_name,
         }
+        self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._effect_environment = {
             "NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn,
             "GITHUB_API_URL": notifications.github_api_url,
@@ -226,6 +255,8 @@ class Functions(Construct):
             environment={
                 **self._common_environment,
                 **(self._effect_environment if spec.delivers_effects else {}),
+                **(self._build_environment if spec.starts_test_builds else {}),
+                **(self._review_environment if spec.decides_reviews else {}),
                 **spec.extra_environment,
             },
         )
@@ -235,6 +266,12 @@ class Functions(Construct):
         self._grant_data_access(role, spec)
         if spec.delivers_effects:
             self._grant_receivers(role)
+        if spec.starts_test_builds:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=list(TEST_BUILD_ACTIONS), resources=[self._build_sandbox.project.project_arn]
+                )
+            )
         _acknowledge_wildcard(
             role, "*", "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions."
         )
@@ -244,6 +281,13 @@ class Functions(Construct):
         _grant_table(self._storage.ledger_table, role, spec.ledger, has_indexes=True)
         _grant_table(self._storage.idempotency_table, role, spec.idempotency, has_indexes=False)
         _grant_bucket(self._storage.artifact_bucket, role, spec.artifacts)
+        if spec.grants_uploads:
+            # A presigned POST carries its signer's permissions: PutObject under the upload prefix only.
+            bucket = self._storage.artifact_bucket
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{UPLOAD_PREFIX}*")]))
+            _acknowledge_wildcard(role, f"{_reference(bucket, 'Arn')}/{UPLOAD_PREFIX}*",
+                                  "Upload grants name one repositories/<sha256>.tar.gz key each, chosen per request.")
 
     def _grant_receivers(self, role: iam.Role) -> None:
         """Publish to the notification topic and read the GitHub token: exact actions, rather than

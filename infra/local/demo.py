@@ -19,8 +19,10 @@ from infra.cli import render
 from infra.cli.client import ApiClient, ApiError
 from infra.cli.main import follow_run
 from infra.cli.render import metrics_summary as render_metrics
+from infra.cli.signing import request_signer
 
 from .metrics import emitted_metrics, summarize
+from .principals import write_profiles
 from .runtime import LocalRuntime
 from .server import LocalApiServer
 
@@ -70,9 +72,14 @@ def run_demo(workdir: Path, port: int) -> dict[str, Any]:
     runtime = LocalRuntime(workspace_root=workdir / "workspaces").start()
     # No review keeper here: the demo shows the API refusing a stale approval itself.
     server = LocalApiServer(runtime, port, keeper_interval_s=0).start()
-    client = ApiClient(server.url)
+    # Two people, each known to the API only by the signature on their requests.
+    profiles = workdir / "profiles"
+    write_profiles(profiles, runtime.principals)
+    client = ApiClient(server.url, request_signer(server.url, "agentledger-requester", profiles))
+    reviewer = ApiClient(server.url, request_signer(server.url, "agentledger-reviewer", profiles))
     try:
-        _step(f"1. start a run through {server.url}; the process will die after verification ({INTERRUPTION})")
+        _step(f"1. the requester starts a run through {server.url}; the process will die after verification "
+              f"({INTERRUPTION})")
         created = client.post("/runs", {"repository": str(repository), "request": "Write tests for the "
                                         "functions that lack them", "environment": "dev"},
                               headers={"Idempotency-Key": str(uuid.uuid4()), CRASH_HEADER: INTERRUPTION})
@@ -85,23 +92,30 @@ def run_demo(workdir: Path, port: int) -> dict[str, Any]:
         print(render.assessment(client.post(f"/runs/{run_id}/resume", {})), flush=True)
         waiting = _follow(client, run_id)
 
-        _step("3. a colleague edits textkit/slug.py while the run awaits review; approving the old plan")
-        edited = repository / EDITED_FILE
-        edited.write_text(edited.read_text().replace("Lower-case words joined", "Lower-case words, joined"))
+        _step("3. the requester tries to approve its own run")
         try:
             _approve(client, waiting)
         except ApiError as refused:
             print(f"refused with HTTP {refused.status}: {refused.message}", flush=True)
+
+        _step("4. a colleague edits textkit/slug.py while the run awaits review; the reviewer approves the old plan")
+        edited = repository / EDITED_FILE
+        edited.write_text(edited.read_text().replace("Lower-case words joined", "Lower-case words, joined"))
+        try:
+            _approve(reviewer, waiting)
+        except ApiError as refused:
+            print(f"refused with HTTP {refused.status}: {refused.message}", flush=True)
         replanned = _wait_for_new_review(client, run_id, waiting["review"]["plan_digest"])
 
-        _step(f"4. approve the new plan; the ticket tracker will lose its answer once ({LOST_TICKET_RESPONSE})")
-        _approve(client, replanned)
+        _step(f"5. the reviewer approves the new plan; the ticket tracker will lose its answer once "
+              f"({LOST_TICKET_RESPONSE})")
+        _approve(reviewer, replanned)
         final = _follow(client, run_id)
 
-        _step("5. the run's timeline")
+        _step("6. the run's timeline")
         print(render.run_timeline(final), flush=True)
         metrics = summarize(emitted_metrics(runtime))
-        _step("6. metrics the handlers emitted")
+        _step("7. metrics the handlers emitted")
         print(render_metrics(metrics), flush=True)
         return _summary(final, runtime, metrics, time.monotonic() - started)
     finally:
@@ -124,6 +138,9 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
         "interruptions": runtime.crashes.interruptions(run_id),
         "resumes": run["resumes"],
         "stale_plans_rejected": sum(1 for d in final["decisions"] if d["kind"] == "stale_plan_rejected"),
+        "requested_by": run["requested_by"],
+        "approved_by": final["review"]["decided_by"],
+        "self_approvals_refused": sum(1 for d in final["decisions"] if d["kind"] == "review_refused"),
         "tickets_at_receiver": sum(tickets.values()),
         "notifications_at_receiver": sum(notifications.values()),
         # Counted at the receivers (the tracker and the subscribed queue), not from our records.

@@ -107,18 +107,28 @@ def _quiet_moto() -> Iterator[None]:
         moto_logger.setLevel(level)
 
 
-def _create_unmodelled_resources(template: dict[str, Any], region: str) -> dict[str, Any]:
-    """Resources moto's CloudFormation does not model, created through their own API; the
-    template's references to them are replaced by what those calls returned."""
+def _create_unmodelled_resources(template: dict[str, Any], region: str,
+                                 account: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Resources moto's CloudFormation does not model, created through their own API (secrets
+    now; CodeBuild projects, which need their role, after the stack: see `_create_projects`); the
+    template's references to them are replaced by their names and ARNs."""
     resolved: dict[str, str] = {}
+    arns: dict[str, str] = {}
     remaining = {}
+    projects: dict[str, dict[str, Any]] = {}
     for logical, resource in template["Resources"].items():
-        if resource["Type"] == "AWS::SecretsManager::Secret":
+        if resource["Type"] == "AWS::CodeBuild::Project":
+            name = resource.get("Properties", {}).get("Name") or f"{STACK_NAME}-{logical}"
+            resolved[logical] = name
+            arns[logical] = f"arn:aws:codebuild:{region}:{account}:project/{name}"
+            projects[name] = resource.get("Properties", {})
+        elif resource["Type"] == "AWS::SecretsManager::Secret":
             props = resource.get("Properties", {})
             created = boto3.client("secretsmanager", region_name=region).create_secret(
                 Name=props.get("Name", f"{STACK_NAME}-{logical}"), Description=props.get("Description", ""),
                 SecretString=props.get("SecretString", "placeholder"))
             resolved[logical] = created["ARN"]
+            arns[logical] = created["ARN"]
         else:
             remaining[logical] = resource
 
@@ -126,12 +136,35 @@ def _create_unmodelled_resources(template: dict[str, Any], region: str) -> dict[
         if isinstance(node, dict):
             if set(node) == {"Ref"} and node["Ref"] in resolved:
                 return resolved[node["Ref"]]
+            if set(node) == {"Fn::GetAtt"} and node["Fn::GetAtt"][0] in arns and node["Fn::GetAtt"][1] == "Arn":
+                return arns[node["Fn::GetAtt"][0]]
             return {k: substitute(v) for k, v in node.items()}
         if isinstance(node, list):
             return [substitute(v) for v in node]
         return node
 
-    return substitute({**template, "Resources": remaining})
+    return substitute({**template, "Resources": remaining}), projects
+
+
+def _create_projects(projects: dict[str, dict[str, Any]], resources: dict[str, str], template: dict[str, Any],
+                     region: str) -> None:
+    """CodeBuild projects through CodeBuild's API, once the roles they run as exist."""
+    codebuild = boto3.client("codebuild", region_name=region)
+    for name, props in projects.items():
+        environment = props["Environment"]
+        codebuild.create_project(
+            name=name,
+            description=props.get("Description", ""),
+            source={"type": props["Source"]["Type"], "buildspec": props["Source"].get("BuildSpec", "")},
+            artifacts={"type": props.get("Artifacts", {}).get("Type", "NO_ARTIFACTS")},
+            environment={"type": environment["Type"], "image": environment["Image"],
+                         "computeType": environment["ComputeType"],
+                         "privilegedMode": bool(environment.get("PrivilegedMode", False)),
+                         "environmentVariables": [{"name": v["Name"], "value": str(v["Value"]), "type": "PLAINTEXT"}
+                                                  for v in environment.get("EnvironmentVariables", [])]},
+            serviceRole=_resolve_arn(props["ServiceRole"], resources, template, region),
+            timeoutInMinutes=int(props.get("TimeoutInMinutes", 60)),
+        )
 
 
 def deploy(assembly: Path, region: str) -> DeployedStack:
@@ -142,8 +175,8 @@ def deploy(assembly: Path, region: str) -> DeployedStack:
 def _deploy(assembly: Path, region: str) -> DeployedStack:
     account = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
     bucket = _publish_assets(assembly, account, region)
-    template = _create_unmodelled_resources(
-        json.loads((assembly / f"{STACK_NAME}.template.json").read_text()), region)
+    template, projects = _create_unmodelled_resources(
+        json.loads((assembly / f"{STACK_NAME}.template.json").read_text()), region, account)
     template_text = json.dumps(template)
     cfn = boto3.client("cloudformation", region_name=region)
     cfn.create_stack(StackName=STACK_NAME, TemplateBody=template_text,
@@ -160,6 +193,7 @@ def _deploy(assembly: Path, region: str) -> DeployedStack:
     if missing:
         print(f"agentledger: moto skipped {len(missing)} resource(s) it does not model: {', '.join(missing[:8])}"
               f"{'…' if len(missing) > 8 else ''}", file=sys.stderr)
+    _create_projects(projects, resources, template, region)
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
     state_machine_arn = _create_state_machine(template, resources, bucket, region)
     functions = {k: resources[k] for k, r in template["Resources"].items()

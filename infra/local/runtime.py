@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import ExitStack
@@ -14,14 +15,17 @@ from typing import Any
 
 import boto3
 from moto import mock_aws
+from moto.server import ThreadedMotoServer
 
 from agentledger import faults
 from agentledger.executions import execution_arn
 
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes
+from .codebuild import LocalCodeBuild
 from .deploy import DeployedStack, deploy
 from .faults import CrashSwitchboard
 from .github_receiver import LocalGitHub
+from .principals import DUTIES, LocalPrincipal, create_principals
 from .synth import synthesize
 
 REGION = "us-east-1"
@@ -45,11 +49,29 @@ class ApiResponse:
         return json.loads(self.body) if self.body else None
 
 
+def default_repository_roots() -> tuple[Path, ...]:
+    """Your home directory and the temporary directory: `/`, `/etc` and the like are refused."""
+    return Path.home(), Path(tempfile.gettempdir())
+
+
+def default_build_cache() -> Path:
+    """Dependency caches of test builds (virtualenvs keyed by the digest of dependency files)
+    outlive the runtime, so a second `serve` does not reinstall either."""
+    configured = os.environ.get("AGENTLEDGER_BUILD_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "agentledger" / "builds"
+
+
 class LocalRuntime:
     def __init__(self, assembly: Path | None = None, workspace_root: Path | None = None,
-                 extra_environment: dict[str, str] | None = None) -> None:
+                 extra_environment: dict[str, str] | None = None, build_cache: Path | None = None,
+                 repository_roots: tuple[Path, ...] | None = None, context: dict[str, str] | None = None) -> None:
+        """`repository_roots`: where local repositories may lie (default: default_repository_roots())."""
         self._assembly = assembly
+        self._context = dict(context or {})
         self._extra_environment = dict(extra_environment or {})
+        roots = repository_roots if repository_roots is not None else default_repository_roots()
+        self.repository_roots = tuple(root.resolve() for root in roots)
+        self._extra_environment["AGENTLEDGER_LOCAL_REPOSITORY_ROOTS"] = os.pathsep.join(map(str, self.repository_roots))
         if workspace_root is not None:
             self._extra_environment["AGENTLEDGER_WORKSPACE_ROOT"] = str(workspace_root)
         self._mock: Any = None
@@ -57,9 +79,16 @@ class LocalRuntime:
         self.stack: DeployedStack | None = None
         self.crashes = CrashSwitchboard()
         self.github = LocalGitHub(LOCAL_GITHUB_TOKEN)
+        self.codebuild = LocalCodeBuild(Path(tempfile.gettempdir()) / "agentledger-builds",
+                                        build_cache or default_build_cache())
+        # An S3 endpoint on loopback, sharing moto's in-process state: artifact links and the test
+        # builds' presigned input and output work from curl and from the build sandbox.
+        self._s3_endpoint: ThreadedMotoServer | None = None
+        self.s3_endpoint_url: str | None = None
         self._function_by_handler: dict[str, str] = {}
         self._notification_queue_url: str | None = None
         self._notifications: list[dict[str, Any]] = []
+        self.principals: list[LocalPrincipal] = []  # the local callers; `serve` writes their profiles
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> LocalRuntime:
@@ -71,19 +100,29 @@ class LocalRuntime:
             # A run handed to a person ends in a Fail state, which moto's interpreter logs as an
             # exception dump; the ledger's handoff record is the account of it.
             undo.callback(_quieten(logging.getLogger("moto.stepfunctions")))
+            # The loopback S3 endpoint would log every artifact fetch and upload to the terminal.
+            undo.callback(_quieten(logging.getLogger("werkzeug")))
             undo.callback(dynamodb_lock.install())
             undo.callback(moto_fixes.install())
             undo.callback(lambda_bridge.install())
             self.crashes.install()
             undo.callback(faults.install, None)
-            assembly = self._assembly or synthesize()
+            assembly = self._assembly or synthesize(context=self._context)
             self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
             self._mock.start()
             undo.callback(self._mock.stop)
+            undo.callback(self.codebuild.install(self._is_test_build_project))
+            self._s3_endpoint = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._s3_endpoint.start()
+            undo.callback(self._s3_endpoint.stop)
+            host, port = self._s3_endpoint.get_host_and_port()
+            self.s3_endpoint_url = f"http://{host}:{port}"
             self.stack = deploy(assembly, REGION)
             self.github.start()
             undo.callback(self.github.stop)
             self._connect_receivers()
+            self.principals = create_principals(self.client("iam"), {
+                duty: arn for duty in DUTIES if (arn := self.stack.outputs.get(f"{duty.capitalize()}PolicyArn"))})
             lambda_client = self.client("lambda")
             for function_name in self.stack.functions.values():
                 config = lambda_client.get_function_configuration(FunctionName=function_name)
@@ -98,6 +137,8 @@ class LocalRuntime:
         """Local-only settings (where workspaces go, a plugged-in agent) under what the stack set,
         and the one thing the stack cannot know: where the local receivers listen."""
         variables = {**self._extra_environment, **stack_variables}
+        if self.s3_endpoint_url and "ARTIFACT_BUCKET_NAME" in variables:
+            variables["ARTIFACT_LINK_ENDPOINT"] = self.s3_endpoint_url
         if "GITHUB_API_URL" in variables:
             variables["GITHUB_API_URL"] = self.github.url
             variables["GITHUB_REPOSITORY"] = variables.get("GITHUB_REPOSITORY") or LOCAL_GITHUB_REPOSITORY
@@ -155,6 +196,9 @@ class LocalRuntime:
             sfn.stop_execution(executionArn=execution["executionArn"], cause="local runtime stopping")
 
     # -- access ----------------------------------------------------------------------------
+    def _is_test_build_project(self, name: str) -> bool:
+        return self.stack is not None and name == self.stack.outputs.get("TestBuildProjectName")
+
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=REGION)
 
@@ -176,10 +220,13 @@ class LocalRuntime:
         return json.loads(response["Payload"].read() or b"null"), response.get("FunctionError")
 
     def call_api(self, method: str, path: str, *, body: Any = None, raw_body: str | None = None,
-                 query: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> ApiResponse:
+                 query: dict[str, str] | None = None, headers: dict[str, str] | None = None,
+                 caller: str | None = None) -> ApiResponse:
+        """As API Gateway calls the api function once IAM authorization has named the `caller`
+        (the local HTTP API verifies the request's signature first)."""
         if body is not None:
             raw_body = json.dumps(body)
-        event = proxy_event(method, path, body=raw_body, query=query, headers=headers)
+        event = proxy_event(method, path, body=raw_body, query=query, headers=headers, caller=caller)
         payload, error = self.invoke(API_HANDLER, event)
         if error:
             return ApiResponse(502, {"content-type": "application/json"},
@@ -240,7 +287,7 @@ def _quieten(logger: logging.Logger) -> Callable[[], None]:
 
 
 def proxy_event(method: str, path: str, *, body: str | None, query: dict[str, str] | None,
-                headers: dict[str, str] | None) -> dict[str, Any]:
+                headers: dict[str, str] | None, caller: str | None = None) -> dict[str, Any]:
     """An API Gateway REST proxy event, as API Gateway builds it for a request."""
     headers = dict(headers or {})
     headers.setdefault("Content-Type", "application/json")
@@ -256,7 +303,9 @@ def proxy_event(method: str, path: str, *, body: str | None, query: dict[str, st
         "stageVariables": None,
         "requestContext": {
             "resourcePath": path, "httpMethod": method.upper(), "path": f"/local{path}", "stage": "local",
-            "requestId": f"local-{time.time_ns()}", "identity": {"sourceIp": "127.0.0.1"},
+            "requestId": f"local-{time.time_ns()}",
+            "identity": {"sourceIp": "127.0.0.1", "userArn": caller, "caller": caller,
+                         "accountId": caller.split(":")[4] if caller else None},
         },
         "body": body,
         "isBase64Encoded": False,

@@ -14,16 +14,21 @@ from agentledger.faults import CRASH_HEADER
 from agentledger.service import run_id_for
 
 from .metrics import emitted_metrics, summarize
+from .principals import SignatureRefused, verify_signature
 from .runtime import LocalRuntime
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
 DEFAULT_PORT = 8787
+SOCKET_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a thread forever
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
 class LocalApiServer:
-    def __init__(self, runtime: LocalRuntime, port: int = DEFAULT_PORT, keeper_interval_s: float = 5.0) -> None:
+    def __init__(self, runtime: LocalRuntime, port: int = DEFAULT_PORT, keeper_interval_s: float = 5.0,
+                 socket_timeout_s: float = SOCKET_TIMEOUT_S) -> None:
         self.runtime = runtime
+        self.socket_timeout_s = socket_timeout_s
         self.keeper_interval_s = keeper_interval_s
         self._stopping = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
@@ -79,9 +84,13 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base class's name
             return
 
+        timeout = server.socket_timeout_s
+
         def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
             data = body.encode()
             self.send_response(status)
+            if self.close_connection:
+                self.send_header("Connection", "close")
             for name, value in (headers or {"Content-Type": "application/json"}).items():
                 if name.lower() not in ("content-length", "connection"):
                     self.send_header(name, value)
@@ -92,12 +101,45 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
         def _error(self, status: HTTPStatus, message: str) -> None:
             self._send(status, json.dumps({"error": status.phrase, "message": message}))
 
+        def _refusal(self) -> tuple[HTTPStatus, str] | None:
+            """What the local API refuses before reading a body: another site's page or a
+            rebinding DNS name talking to this loopback server, and bodies it cannot frame."""
+            port = self.server.server_address[1]
+            loopback = {f"{name}:{port}" for name in LOOPBACK_NAMES}
+            if self.headers.get("Host", "") not in loopback:
+                return HTTPStatus.FORBIDDEN, f"Host must be this server's loopback address ({sorted(loopback)[0]})"
+            origin = self.headers.get("Origin")
+            if origin is not None and origin not in {f"http://{host}" for host in loopback}:
+                return HTTPStatus.FORBIDDEN, f"cross-origin requests are refused (Origin {origin[:100]})"
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdigit() or len(self.headers.get_all("Content-Length") or []) > 1:
+                return HTTPStatus.BAD_REQUEST, "Content-Length must be one non-negative whole number"
+            if int(length) > MAX_BODY_BYTES:
+                return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is larger than {MAX_BODY_BYTES} bytes"
+            if self.headers.get("Transfer-Encoding"):
+                return HTTPStatus.BAD_REQUEST, "Transfer-Encoding is not accepted; send Content-Length"
+            if self.command in ("POST", "PUT", "PATCH") and not (self.headers.get("Content-Type") or "").startswith(
+                    "application/json"):
+                return HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"
+            return None
+
         def _dispatch(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is larger than {MAX_BODY_BYTES} bytes")
+            refusal = self._refusal()
+            if refusal is not None:
+                # The body is never read: close, so its bytes cannot be taken for the next request.
+                self.close_connection = True
+                self._error(*refusal)
                 return
-            raw = self.rfile.read(length).decode() if length else None
+            length = int(self.headers.get("Content-Length") or 0)
+            data = self.rfile.read(length) if length else b""
+            try:
+                # As API Gateway's IAM authorization: the signature names the caller, or 403.
+                caller = verify_signature(self.command, f"http://{self.headers.get('Host', '')}{self.path}",
+                                          dict(self.headers.items()), data)
+            except SignatureRefused as refused:
+                self._error(HTTPStatus.FORBIDDEN, str(refused))
+                return
+            raw = data.decode() if data else None
             parts = urlsplit(self.path)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "host")}
             headers = {_canonical(k): v for k, v in headers.items()}
@@ -109,7 +151,8 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 self._error(HTTPStatus.BAD_REQUEST, problem)
                 return
             query = dict(parse_qsl(parts.query)) or None
-            response = server.runtime.call_api(self.command, parts.path, raw_body=raw, query=query, headers=headers)
+            response = server.runtime.call_api(self.command, parts.path, raw_body=raw, query=query, headers=headers,
+                                               caller=caller)
             self._send(response.status, response.body, response.headers or None)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch

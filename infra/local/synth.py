@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -16,8 +17,8 @@ CACHE_ROOT = PROJECT_ROOT / ".cache" / "synth"
 STACK_TEMPLATE = "AgentLedgerStack.template.json"
 
 
-def source_hash() -> str:
-    digest = hashlib.sha256()
+def source_hash(context: dict[str, str] | None = None) -> str:
+    digest = hashlib.sha256(json.dumps(context or {}, sort_keys=True).encode())
     for name in SYNTH_INPUTS:
         path = PROJECT_ROOT / name
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -29,9 +30,10 @@ def source_hash() -> str:
     return digest.hexdigest()[:20]
 
 
-def synthesize(progress: bool = True) -> Path:
-    """The path of a cloud assembly for the current sources, synthesizing it if needed."""
-    target = CACHE_ROOT / source_hash()
+def synthesize(progress: bool = True, context: dict[str, str] | None = None) -> Path:
+    """The path of a cloud assembly for the current sources and context (`-c key=value`, as
+    `cdk deploy` takes it), synthesizing it if needed."""
+    target = CACHE_ROOT / source_hash(context)
     if (target / STACK_TEMPLATE).exists():
         return target
     CACHE_ROOT.mkdir(parents=True, exist_ok=True)
@@ -44,13 +46,15 @@ def synthesize(progress: bool = True) -> Path:
             print("agentledger: synthesizing the CDK app (first run for these sources, ~30 s)...", file=sys.stderr, flush=True)
         staging = target.with_name(target.name + f".tmp{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        env = {**os.environ, "CDK_OUTDIR": str(staging)}
+        # As the CDK CLI hands `-c` to the app: cdk.json's values are the defaults, these win.
+        env = {**os.environ, "CDK_OUTDIR": str(staging), "CDK_CONTEXT_JSON": json.dumps(context or {})}
         result = subprocess.run([sys.executable, "-m", "infra.app"], cwd=PROJECT_ROOT, env=env,
                                 capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise RuntimeError(f"cdk synth failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
         staging.rename(target)
+        current = {source_hash(), target.name}  # the default assembly stays for the tests and the demo
         for stale in CACHE_ROOT.iterdir():
-            if stale.is_dir() and stale != target and not stale.name.endswith(f"tmp{os.getpid()}"):
+            if stale.is_dir() and stale.name not in current and not stale.name.endswith(f"tmp{os.getpid()}"):
                 shutil.rmtree(stale, ignore_errors=True)
     return target

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agentledger.service import run_id_for
 
+from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
 from tests.samples import edit_sample_repository, write_sample_repository
 
@@ -51,6 +52,7 @@ class Bench:
         if crash:
             self.runtime.crashes.arm(run_id_for(key), crash)
         response = self.runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": "bench"},
+                                         caller=principal_arn("requester"),
                                          headers={"Idempotency-Key": key})
         return response.json()["run_id"]
 
@@ -77,7 +79,7 @@ class Bench:
         if change_source:
             edit_sample_repository(repo)
         started = time.monotonic()
-        self.runtime.call_api("POST", f"/runs/{run_id}/resume")
+        self.runtime.call_api("POST", f"/runs/{run_id}/resume", caller=principal_arn("operator"))
         view = self.until_review(run_id)
         return time.monotonic() - started, view
 

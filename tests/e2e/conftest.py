@@ -2,12 +2,14 @@
 the CLI in subprocesses and plain HTTP."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from infra.cli.signing import request_signer
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 120  # the first synth of the CDK app takes ~30 s
 SERVER_STOP_TIMEOUT_S = 15
@@ -27,7 +31,11 @@ CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executa
 # jsii silences its end-of-life banner only when this names the running Node major version.
 NODE_MAJOR = subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"], capture_output=True,
                             text=True, check=False).stdout.strip()
-CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR}
+# Where this session's `serve` writes its callers' profiles, and the CLI reads them.
+PROFILES_DIR = Path(tempfile.mkdtemp(prefix="agentledger-e2e-profiles-"))
+CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR,
+                   "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(PROFILES_DIR)}
+REQUESTER, REVIEWER, OPERATOR = "agentledger-requester", "agentledger-reviewer", "agentledger-operator"
 
 CALCULATOR = '''\
 """A calculator."""
@@ -61,10 +69,13 @@ class HttpResponse:
 
 
 def http(base_url: str, method: str, path: str, body: Any = None,
-         headers: dict[str, str] | None = None) -> HttpResponse:
+         headers: dict[str, str] | None = None, profile: str | None = REQUESTER) -> HttpResponse:
+    """Plain HTTP, SigV4-signed as `profile` (None: unsigned), as `curl --aws-sigv4` would send it."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(base_url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    if profile is not None:
+        all_headers = request_signer(base_url, profile, PROFILES_DIR)(method, base_url + path, all_headers, data)
+    request = urllib.request.Request(base_url + path, data=data, method=method, headers=all_headers)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             status, text = response.status, response.read().decode()
@@ -79,25 +90,30 @@ class CliResult:
     stdout: str
     stderr: str
 
-    def json(self) -> Any:
-        assert self.exit_code == 0, f"exit {self.exit_code}: {self.stderr}"
+    def json(self, exit_code: int = 0) -> Any:
+        assert self.exit_code == exit_code, f"exit {self.exit_code}: {self.stderr}"
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str) -> CliResult:
+def run_cli(*args: str, environment: dict[str, str] | None = None) -> CliResult:
     completed = subprocess.run([*CLI_COMMAND, *args], capture_output=True, text=True, cwd=PROJECT_ROOT,
-                               env=CLI_ENVIRONMENT, timeout=CLI_TIMEOUT_S, check=False)
+                               env=environment or CLI_ENVIRONMENT, timeout=CLI_TIMEOUT_S, check=False)
     return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
 
 @pytest.fixture(scope="session")
 def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`agentledger serve` on a free port; on teardown Ctrl-C must stop it cleanly (exit 0)."""
+    with served(tmp_path_factory.mktemp("serve"), CLI_ENVIRONMENT) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def served(logs: Path, environment: dict[str, str], *options: str) -> Iterator[str]:
     port = free_port()
-    logs = tmp_path_factory.mktemp("serve")
     with open(logs / "stdout", "w") as stdout, open(logs / "stderr", "w") as stderr:
-        server = subprocess.Popen([*CLI_COMMAND, "serve", "--port", str(port), "--keeper-interval", "1"],
-                                  cwd=PROJECT_ROOT, env=CLI_ENVIRONMENT, stdout=stdout, stderr=stderr)
+        server = subprocess.Popen([*CLI_COMMAND, "serve", "--port", str(port), "--keeper-interval", "1", *options],
+                                  cwd=PROJECT_ROOT, env=environment, stdout=stdout, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_answering(server, url, logs)
@@ -120,7 +136,8 @@ def _wait_until_answering(server: subprocess.Popen[bytes], url: str, logs: Path)
         if server.poll() is not None:
             pytest.fail(f"`agentledger serve` exited {server.returncode}:\n{(logs / 'stderr').read_text()[-3000:]}")
         try:
-            if http(url, "GET", "/runs").status == 200:
+            # Answering (unsigned, so refused) means the stack is up and the profiles are written.
+            if http(url, "GET", "/runs", profile=None).status == 403:
                 return
         except (urllib.error.URLError, ConnectionError):
             pass

@@ -23,6 +23,11 @@ def test_demo_recovers_from_every_injected_failure_and_summarizes_in_json():
     assert {"plan.json", "changes.diff", "test-output.txt", "summary.json"} <= set(summary["artifacts"])
     assert summary["interruptions"] == 2 and summary["resumes"] == 1
     assert summary["stale_plans_rejected"] == 1
+    # Two principals: the one that asked may not approve; the reviewer did.
+    assert summary["requested_by"].endswith(":user/agentledger-requester")
+    assert summary["approved_by"].endswith(":user/agentledger-reviewer")
+    assert summary["self_approvals_refused"] == 1
+    assert "refused with HTTP 403" in finished.stdout and "separation of duties" in finished.stdout
     assert summary["tickets_at_receiver"] == 1
     assert summary["duplicated_side_effects"] == 0
     assert summary["duplicates_suppressed"] >= 1

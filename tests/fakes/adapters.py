@@ -90,8 +90,14 @@ class InMemoryArtifacts(ContentAddressedArtifacts):
     def _load(self, key: str) -> bytes:
         return self.objects[key]
 
-    def presigned_url(self, ref: ArtifactRef) -> str:
-        return f"memory://{self.bucket}/{ref.key}"
+    def download_url(self, key: str, expires_s: int) -> str:
+        return f"memory://{self.bucket}/{key}"
+
+    def upload_grant(self, key: str, max_bytes: int, expires_s: int, min_bytes: int = 1) -> dict[str, Any]:
+        return {"url": f"memory://{self.bucket}", "fields": {"key": key}, "max_bytes": max_bytes}
+
+    def read(self, key: str) -> bytes | None:
+        return self.objects.get(key)
 
     def list_keys(self, prefix: str) -> list[str]:
         return sorted(key for key in self.objects if key.startswith(prefix))

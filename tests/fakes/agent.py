@@ -1,20 +1,19 @@
-"""The reference agent with an instant test run, counting the work each stage really did."""
+"""The reference agent, counting the work each stage really did."""
 from __future__ import annotations
 
 import os
 from collections import Counter
 from typing import Any
 
-from agentledger.agent import ReferenceAgent, Verification
+from agentledger.agent import ReferenceAgent
 
 
 class InstantAgent(ReferenceAgent):
-    """Inspects, plans and writes tests for real (pure Python, fast); the test run is answered at
-    once with `passes`, so orchestration tests need no subprocess."""
+    """Inspects, plans and writes tests for real (pure Python, fast); the test run is the
+    fake build's (tests/fakes/builds.py)."""
 
-    def __init__(self, passes: bool = True) -> None:
-        super().__init__(test_command=["true"])
-        self.passes = passes
+    def __init__(self) -> None:
+        super().__init__()
         self.calls: Counter[str] = Counter()
 
     def inspect(self, snapshot: Any) -> Any:
@@ -28,8 +27,3 @@ class InstantAgent(ReferenceAgent):
     def execute(self, plan: Any, snapshot: Any, workspace: str | os.PathLike[str]) -> Any:
         self.calls["execute"] += 1
         return super().execute(plan, snapshot, workspace)
-
-    def verify(self, workspace: str | os.PathLike[str], timeout_s: float) -> Verification:
-        self.calls["verify"] += 1
-        return Verification(command=self.test_command, exit_code=0 if self.passes else 1, duration_s=0.0,
-                            timed_out=False, passed=self.passes, output="ok\n" if self.passes else "FAILED\n")

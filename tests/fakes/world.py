@@ -19,16 +19,21 @@ from tests.fakes.adapters import (
     RecordingMetrics,
 )
 from tests.fakes.agent import InstantAgent
+from tests.fakes.builds import InstantBuilds
 from tests.fakes.effects import InMemoryIdempotency, InMemoryTracker
 from tests.samples import write_sample_repository
 
 TOKEN = "task-token-1"
+# Callers as API Gateway's IAM authorization names them.
+REQUESTER = "arn:aws:iam::123456789012:user/requester"
+REVIEWER = "arn:aws:iam::123456789012:user/reviewer"
+OPERATOR = "arn:aws:sts::123456789012:assumed-role/operator/on-call"
 UP_TO_REVIEW = (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY)
 
 
 def memory_settings(workspace_root: Path, max_replans: int = 3) -> Settings:
     return Settings(ledger_table="ledger", artifact_bucket="memory-bucket", idempotency_table="idempotency",
-                    environment="dev", state_machine_arn="arn:memory:stateMachine:run", test_timeout_s=60,
+                    environment="dev", state_machine_arn="arn:memory:stateMachine:run",
                     workspace_root=workspace_root, max_replans=max_replans, agent_spec=None)
 
 
@@ -41,6 +46,7 @@ class World:
     executions: RecordingExecutions
     metrics: RecordingMetrics
     agent: InstantAgent
+    builds: InstantBuilds
     tracker: InMemoryTracker
     persistence: InMemoryIdempotency
     workflow: Workflow
@@ -48,7 +54,7 @@ class World:
     effects: EffectRunner
 
     def create(self, key: str = "key-1") -> tuple[str, str]:
-        created = self.service.create(CreateRunRequest(repository=str(self.repo), request="write tests"), key)
+        created = self.service.create(CreateRunRequest(repository=str(self.repo), request="write tests"), key, REQUESTER)
         return created["run_id"], created["execution"]
 
     def run(self, run_id: str, execution: str, *stages: Stage) -> None:
@@ -62,7 +68,7 @@ class World:
 
     def approve(self, run_id: str) -> dict:
         digest = self.ledger.get_run(run_id).plan_digest
-        return self.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest))
+        return self.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REVIEWER)
 
     def ready_to_complete(self) -> tuple[str, str]:
         run_id, execution = self.to_review()
@@ -74,13 +80,13 @@ def build_world(tmp_path: Path, *, max_replans: int = 3, tracker: InMemoryTracke
                 receivers: dict[str, Receiver] | None = None) -> World:
     settings = memory_settings(tmp_path / "workspaces", max_replans)
     ledger, artifacts, executions, metrics = InMemoryLedger(), InMemoryArtifacts(), RecordingExecutions(), RecordingMetrics()
-    sources, agent = DirectorySources(), InstantAgent()
+    sources, agent, builds = DirectorySources(), InstantAgent(), InstantBuilds(artifacts)
     tracker = tracker or InMemoryTracker()
     persistence = InMemoryIdempotency()
     return World(
         repo=write_sample_repository(tmp_path / "repo"), settings=settings, ledger=ledger, artifacts=artifacts,
-        executions=executions, metrics=metrics, agent=agent, tracker=tracker, persistence=persistence,
-        workflow=Workflow(settings, ledger, artifacts, sources, agent, executions, metrics),
+        executions=executions, metrics=metrics, agent=agent, builds=builds, tracker=tracker, persistence=persistence,
+        workflow=Workflow(settings, ledger, artifacts, sources, agent, executions, metrics, builds),
         service=RunService(settings, ledger, artifacts, sources, executions, metrics),
         effects=EffectRunner(settings, ledger, artifacts, sources,
                              {"tickets": tracker} if receivers is None else receivers, persistence, metrics),

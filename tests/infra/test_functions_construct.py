@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 
 import pytest
@@ -17,7 +19,7 @@ CONTRACT_FUNCTIONS = {
     "InspectFunction": ("handlers.stages.inspect", 300),
     "PlanFunction": ("handlers.stages.plan", 300),
     "ExecuteFunction": ("handlers.stages.execute", 300),
-    "VerifyFunction": ("handlers.stages.verify", 900),
+    "VerifyFunction": ("handlers.stages.verify", 120),
     "RequestReviewFunction": ("handlers.review.request", 20),
     "CompleteFunction": ("handlers.stages.complete", 300),
     "ClassifyFunction": ("handlers.control.classify", 60),
@@ -107,13 +109,14 @@ def test_function_environment(resources, logical_id, name: str) -> None:
         }
     else:
         assert "STATE_MACHINE_ARN" not in variables
-    assert ("AGENTLEDGER_TEST_TIMEOUT_SECONDS" in variables) == (name == "VerifyFunction")
+    assert ("TEST_BUILD_PROJECT_NAME" in variables) == (name == "VerifyFunction")
     assert EFFECT_ENVIRONMENT & set(variables) == (EFFECT_ENVIRONMENT if name in EFFECT_DELIVERERS else set())
 
 
-def test_verify_function_gets_its_test_timeout(resources) -> None:
+def test_verify_function_is_told_its_build_project_and_timeout_limit(resources, logical_id) -> None:
     variables = resources("AWS::Lambda::Function")["VerifyFunction"]["Properties"]["Environment"]["Variables"]
-    assert variables["AGENTLEDGER_TEST_TIMEOUT_SECONDS"] == "600"
+    assert variables["TEST_BUILD_PROJECT_NAME"] == {"Ref": logical_id("AWS::CodeBuild::Project", "TestBuilds")}
+    assert variables["AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS"] == "3600"
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
@@ -187,7 +190,12 @@ def test_only_stage_functions_write_artifacts(function_statements, logical_id, n
         if bucket in str(statement["Resource"])
         for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
     }
-    if name in ARTIFACT_READERS:
+    if name == "ApiFunction":
+        # Reads sources and signs upload grants; it may write only under repositories/.
+        assert artifact_actions == {"s3:ListBucket", "s3:GetObject", "s3:PutObject"}
+        writes = [statement for statement in function_statements(name) if "s3:PutObject" in str(statement["Action"])]
+        assert [json.dumps(statement["Resource"]).endswith('"/repositories/*"]]}') for statement in writes] == [True]
+    elif name in ARTIFACT_READERS:
         assert artifact_actions == {"s3:ListBucket", "s3:GetObject"}
     else:
         assert artifact_actions == {"s3:ListBucket", "s3:GetObject", "s3:PutObject"}

@@ -19,6 +19,9 @@ CUSTOM_CONTEXT = {
     "githubApiUrl": "https://github.example.com/api/v3",
     "githubRepository": "octo-org/service",
     "reviewAlarmSeconds": "3600",
+    "testTimeoutLimitSeconds": "600",
+    "isolatedTestBuilds": "false",
+    "allowSelfApproval": "true",
 }
 
 
@@ -55,6 +58,7 @@ def test_side_effect_and_observability_outputs(template: Template, logical_id) -
     }
     assert outputs["AlarmTopicArn"]["Value"] == {"Ref": logical_id("AWS::SNS::Topic", "AlarmTopic")}
     assert outputs["DashboardName"]["Value"] == {"Ref": logical_id("AWS::CloudWatch::Dashboard", "Dashboard")}
+    assert outputs["TestBuildProjectName"]["Value"] == {"Ref": logical_id("AWS::CodeBuild::Project", "TestBuilds")}
 
 
 def test_aws_solutions_checks_find_nothing_unacknowledged(
@@ -101,12 +105,16 @@ def test_review_alarm_threshold_comes_from_context(custom_template: Template) ->
 def test_cdk_json_documents_the_context_defaults() -> None:
     assert {
         key: infra_app.CDK_JSON["context"][key]
-        for key in ("environment", "githubApiUrl", "githubRepository", "reviewAlarmSeconds")
+        for key in ("environment", "githubApiUrl", "githubRepository", "reviewAlarmSeconds",
+                    "testTimeoutLimitSeconds", "isolatedTestBuilds", "allowSelfApproval")
     } == {
         "environment": infra_app.DEFAULT_ENVIRONMENT_NAME,
         "githubApiUrl": infra_app.DEFAULT_GITHUB_API_URL,
         "githubRepository": infra_app.DEFAULT_GITHUB_REPOSITORY,
         "reviewAlarmSeconds": infra_app.DEFAULT_REVIEW_ALARM_SECONDS,
+        "testTimeoutLimitSeconds": infra_app.DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS,
+        "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
+        "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
     }
 
 
@@ -114,3 +122,33 @@ def test_cdk_json_documents_the_context_defaults() -> None:
 def test_review_alarm_seconds_must_be_a_positive_number(tmp_path, value: str) -> None:
     with pytest.raises(ValueError, match="reviewAlarmSeconds"):
         build_app(context={"reviewAlarmSeconds": value}, outdir=tmp_path)
+
+
+def test_the_test_timeout_limit_comes_from_context(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
+    variables = functions["VerifyFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS"] == "600"
+    # The project's own timeout is what a build of the longest allowed suite needs.
+    custom_template.has_resource_properties("AWS::CodeBuild::Project", {"TimeoutInMinutes": 30})
+
+
+@pytest.mark.parametrize("value", ["yes", "1", ""])
+def test_isolated_test_builds_must_be_true_or_false(tmp_path, value: str) -> None:
+    with pytest.raises(ValueError, match="isolatedTestBuilds must be true or false"):
+        build_app(context={"isolatedTestBuilds": value}, outdir=tmp_path)
+
+
+def test_self_approval_is_off_unless_the_context_allows_it(template: Template, custom_template: Template) -> None:
+    def setting(synthesized: Template) -> dict[str, str]:
+        return {name: function["Properties"]["Environment"]["Variables"].get("AGENTLEDGER_ALLOW_SELF_APPROVAL")
+                for name, function in synthesized.find_resources("AWS::Lambda::Function").items()
+                if "AGENTLEDGER_ALLOW_SELF_APPROVAL" in function["Properties"]["Environment"]["Variables"]}
+    # Only the function that applies review decisions reads it.
+    assert setting(template) == {"ApiFunction": "false"}
+    assert setting(custom_template) == {"ApiFunction": "true"}
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "maybe"])
+def test_allow_self_approval_must_be_true_or_false(tmp_path, value: str) -> None:
+    with pytest.raises(ValueError, match="allowSelfApproval must be true or false"):
+        build_app(context={"allowSelfApproval": value}, outdir=tmp_path)

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from infra.local.deploy import STACK_NAME
+from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
 from tests.samples import write_sample_repository
 from infra.local.synth import synthesize
@@ -32,7 +33,8 @@ def main(mistake: str) -> None:
     runtime = LocalRuntime(assembly=broken_assembly(mistake)).start()
     try:
         repo = write_sample_repository(Path(tempfile.mkdtemp()) / "repo")
-        created = runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": "tests"}).json()
+        created = runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": "tests"},
+                                   caller=principal_arn("requester")).json()
         status = runtime.wait_for_execution(f"{created['run_id']}-start", timeout_s=60)
         view = runtime.call_api("GET", f"/runs/{created['run_id']}").json()
         print(json.dumps({"execution": status, "run_status": view["run"]["status"],

@@ -1,7 +1,11 @@
 """Bad input gets a 4xx whose message says what is wrong, never a stack trace."""
 from __future__ import annotations
 
+import tempfile
+
 import pytest
+
+from tests.stack_driver import REQUESTER
 
 pytestmark = pytest.mark.integration
 UNKNOWN = "/runs/run-00000000000000000000"
@@ -15,18 +19,31 @@ UNKNOWN = "/runs/run-00000000000000000000"
     ("POST", f"{UNKNOWN}/resume", None, None, 404, "no run with id"),
     ("POST", f"{UNKNOWN}/review", {"decision": "approve", "plan_digest": "x"}, None, 404, "no run with id"),
     ("POST", f"{UNKNOWN}/review", {"decision": "maybe", "plan_digest": "x"}, None, 422, "body.decision"),
-    ("POST", "/runs", {"repository": "/nonexistent", "request": "x"}, None, 422, "is not a directory"),
+    ("POST", "/runs", {"repository": f"{tempfile.gettempdir()}/agentledger-no-such-repository", "request": "x"},
+     None, 422, "is not a directory"),
+    ("POST", "/runs", {"repository": "/etc", "request": "x"}, None, 422, "outside the roots this server allows"),
     ("POST", "/runs", {"repository": "/tmp", "request": "x", "environment": "bad env"}, None, 422,
      "body.environment"),
     ("POST", "/no-such-route", None, None, 404, "no such route"),
 ])
 def test_bad_requests_are_refused_with_a_message(runtime, method, path, body, query, status, fragment):
-    response = runtime.call_api(method, path, body=body, query=query)
+    response = runtime.call_api(method, path, body=body, query=query, caller=REQUESTER)
     assert response.status == status, response.body
     assert fragment in response.json()["message"]
     assert "Traceback" not in response.body
 
 
 def test_a_body_that_is_not_json_is_refused(runtime):
-    response = runtime.call_api("POST", "/runs", raw_body="{not json")
+    response = runtime.call_api("POST", "/runs", raw_body="{not json", caller=REQUESTER)
     assert response.status == 422 and "JSON" in response.json()["message"]
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/runs", {"repository": "/tmp", "request": "x"}),
+    ("/runs/run-00000000000000000000/review", {"decision": "approve", "plan_digest": "x"}),
+    ("/runs/run-00000000000000000000/resume", None),
+])
+def test_a_write_whose_caller_authorization_did_not_name_is_forbidden(runtime, path, body):
+    response = runtime.call_api("POST", path, body=body)
+    assert response.status == 403, response.body
+    assert "no caller identity" in response.json()["message"]

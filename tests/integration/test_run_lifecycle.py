@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import urllib.request
 
 import pytest
 
@@ -39,7 +40,13 @@ def test_run_goes_through_every_stage_to_complete(driver, runtime, sample_repo):
 
     history = runtime.execution_history(f"{run_id}-start")
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
-    assert [name for name in entered if name in STATE_NAMES] == STATE_NAMES
+    stages = [name for name in entered if name in STATE_NAMES]
+    # The test build is polled: verify is entered again after each wait, with nothing in between.
+    assert list(dict.fromkeys(stages)) == STATE_NAMES
+    polls = stages.count("Run test suite") - 1
+    assert entered.count("Wait for test build") == polls
+    assert ledger["stages"]["verify"]["attempt"] == 1  # polls are not attempts
+    assert len(runtime.codebuild.builds_for(run_id)) == 1
 
 
 def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
@@ -53,13 +60,15 @@ def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
     bucket = runtime.output("ArtifactBucketName")
     names = {a["name"] for a in ledger["artifacts"]}
     assert {"inventory.json", "plan.json", "test-files.json", "changes.diff", "command.json",
-            "test-output.txt", "review-request.json", "summary.json", "summary.md"} <= names
+            "test-output.txt", "test-results.json", "test-config.json", "test-input.tar.gz", "review-request.json", "summary.json", "summary.md"} <= names
     for artifact in ledger["artifacts"]:
         assert artifact["key"].startswith(f"runs/{run_id}/")
         body = s3.get_object(Bucket=bucket, Key=artifact["key"])["Body"].read()
         assert hashlib.sha256(body).hexdigest() == artifact["sha256"]
         assert len(body) == artifact["size"]
-        assert artifact["url"].startswith("https://")
+        # The presigned link the API hands out works locally too (an S3 endpoint on loopback).
+        with urllib.request.urlopen(artifact["url"], timeout=10) as response:
+            assert response.read() == body
     diff = next(a for a in ledger["artifacts"] if a["name"] == "changes.diff")
     text = s3.get_object(Bucket=bucket, Key=diff["key"])["Body"].read().decode()
     assert "+++ b/agentledger_tests/test_textkit_slug.py" in text
@@ -77,3 +86,24 @@ def test_state_machine_payloads_carry_references_not_bulk_data(driver, runtime, 
             assert len(details["output"]) < 4096
             assert "def slugify" not in details["output"]
             assert f"runs/{run_id}/" in details["output"]
+
+
+def test_a_suite_past_the_repository_timeout_is_killed_and_handed_to_a_person(driver, runtime, sample_repo):
+    (sample_repo / "agentledger.toml").write_text(
+        'ecosystem = "custom"\ntest = "echo suite begun; sleep 120"\ntimeout = 2\n')
+    run_id = driver.start(sample_repo)
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=90) == "FAILED"
+
+    ledger = driver.view(run_id)
+    assert ledger["run"]["status"] == "needs_person", ledger["run"]
+    assert ledger["handoff"] is not None, ledger["decisions"]
+    assert ledger["handoff"]["details"]["attempted"]["stage"] == "verify"
+    [test_run] = ledger["test_runs"].values()
+    report = test_run["report"]
+    assert report["outcome"] == "timed_out" and report["timed_out"] is True
+    assert "killed after the 2 s timeout" in report["reason"]
+    output = next(a for a in ledger["artifacts"] if a["name"] == "test-output.txt")
+    with urllib.request.urlopen(output["url"], timeout=10) as response:
+        assert "suite begun" in response.read().decode()
+    [build] = runtime.codebuild.builds_for(f"{run_id}/")
+    assert build.done.is_set()

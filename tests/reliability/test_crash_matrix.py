@@ -15,12 +15,14 @@ from tests import counting_agent
 pytestmark = pytest.mark.reliability
 
 ORDER = [stage.value for stage in Stage]
-AGENT_WORK = {"inspect": "inspect", "plan": "plan", "execute": "execute", "verify": "verify"}
+STAGES_WITH_WORK = ("inspect", "plan", "execute", "verify")
 
 
-def _work_runs(stage: str, repo, run_id: str) -> int:
-    where = repo if stage in ("inspect", "plan") else f"{run_id}/{stage}"
-    return counting_agent.calls(AGENT_WORK[stage], where)
+def _work_runs(stage: str, repo, run_id: str, runtime) -> int:
+    """How often a stage's real work ran: the agent's calls, or for verify the test builds started."""
+    if stage == "verify":
+        return len(runtime.codebuild.builds_for(f"{run_id}/"))
+    return counting_agent.calls(stage, repo if stage in ("inspect", "plan") else f"{run_id}/{stage}")
 
 
 @pytest.mark.parametrize("point", STAGE_CRASH_POINTS)
@@ -70,8 +72,8 @@ def test_crash_then_resume_completes_without_redoing_valid_work(driver, runtime,
     assert done["run"]["status"] == "complete"
     for name in expected_complete:
         assert done["stages"][name]["attempt"] == 1, f"{name} ran again after the resume"
-        if name in AGENT_WORK:
-            assert _work_runs(name, sample_repo, run_id) == 1, f"{name}'s work ran more than once"
+        if name in STAGES_WITH_WORK:
+            assert _work_runs(name, sample_repo, run_id, runtime) == 1, f"{name}'s work ran more than once"
     assert {e["status"] for e in done["evidence_status"].values()} == {"valid"}
 
     s3, bucket = runtime.client("s3"), runtime.output("ArtifactBucketName")
@@ -95,3 +97,17 @@ def test_repeated_and_concurrent_resumes_start_one_execution(driver, runtime, sa
     assert driver.resume(run_id).json()["execution"] == f"{run_id}-resume-1"
     listed = runtime.client("stepfunctions").list_executions(stateMachineArn=runtime.state_machine_arn)["executions"]
     assert sorted(e["name"] for e in listed if e["name"].startswith(run_id)) == [f"{run_id}-resume-1", f"{run_id}-start"]
+
+
+def test_a_crash_while_the_test_build_runs_is_retried_onto_the_same_build(driver, runtime, sample_repo):
+    """The build's id is in the ledger before the crash, so the retry polls that build instead of
+    starting a second one, and no person is needed."""
+    run_id = driver.start(sample_repo, crash="verify:build_running")
+    settled = driver.wait(run_id)
+
+    assert runtime.crashes.interruptions(run_id) == 1
+    assert settled["run"]["status"] == "awaiting_review", settled["run"]
+    [build] = runtime.codebuild.builds_for(f"{run_id}/")
+    assert build.record["buildStatus"] == "SUCCEEDED"
+    [test_run] = settled["test_runs"].values()
+    assert (test_run["build_id"], test_run["status"]) == (build.build_id, "SUCCEEDED")

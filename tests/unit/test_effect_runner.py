@@ -19,7 +19,7 @@ from agentledger.errors import (
 from agentledger.models import EffectStatus, Handoff, RunStatus
 from agentledger.receivers import Confirmation, ReceiverNoResponseError, ReceiverRejectedError
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
-from tests.fakes.world import World, build_world
+from tests.fakes.world import OPERATOR, World, build_world
 from tests.samples import edit_sample_repository
 
 REJECT = "reject"  # refuse the write (a bad token): nothing stored
@@ -92,7 +92,7 @@ def test_a_lost_write_is_re_checked_but_never_resent_by_the_execution_that_sent_
     assert [(e.kind, e.status, e.attempts) for e in handoff.partial_effect.external_effects] == [
         ("ticket", EffectStatus.UNCONFIRMED, 1)]
 
-    resumed = world.service.resume(run_id)["execution"]  # a person checked the tracker: nothing there
+    resumed = world.service.resume(run_id, OPERATOR)["execution"]  # a person checked the tracker: nothing there
     outcome = world.effects.deliver(run_id, resumed, "ticket")
     assert outcome["status"] == "confirmed" and world.tracker.writes == 2 and world.tracker.copies(effect.key) == 1
 
@@ -103,7 +103,7 @@ def test_a_dropped_answer_then_a_resume_finds_the_write_instead_of_sending_it_tw
     with pytest.raises(EffectUnconfirmedError):
         world.effects.deliver(run_id, execution, "ticket")
     world.workflow.classify(run_id, execution, {"Error": "EffectUnconfirmedError"}, failed_stage="complete")
-    resumed = world.service.resume(run_id)["execution"]
+    resumed = world.service.resume(run_id, OPERATOR)["execution"]
     outcome = world.effects.deliver(run_id, resumed, "ticket")
     assert outcome["status"] == "confirmed"
     assert world.tracker.writes == 1 and world.tracker.copies(outcome["key"]) == 1

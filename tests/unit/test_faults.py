@@ -83,7 +83,8 @@ def test_every_stage_has_the_stage_points_and_only_stages_with_effects_have_the_
     assert set(faults.CRASH_POINTS) == {stage.value for stage in Stage}
     for stage, points in faults.CRASH_POINTS.items():
         expected_effect_points = faults.EFFECT_CRASH_POINTS if stage in faults.STAGES_WITH_EFFECTS else ()
-        assert points == faults.STAGE_CRASH_POINTS + expected_effect_points
+        expected_build_points = faults.BUILD_CRASH_POINTS if stage == Stage.VERIFY else ()
+        assert points == faults.STAGE_CRASH_POINTS + expected_effect_points + expected_build_points
 
 
 def test_parse_crash_splits_a_known_point_and_lists_the_known_ones_otherwise() -> None:

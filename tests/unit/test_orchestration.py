@@ -15,7 +15,7 @@ from agentledger.errors import (
 from agentledger.models import Handoff, RunStatus, Stage, StageStatus
 from agentledger.service import CreateRunRequest, ReviewRequest, RunConflictError
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE
-from tests.fakes.world import TOKEN, UP_TO_REVIEW, World, build_world
+from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import EDITED_FILE, edit_sample_repository
 
 
@@ -34,7 +34,7 @@ def test_each_stage_commits_its_record_evidence_and_artifacts_through_to_complet
         assert record.status == StageStatus.COMPLETE and record.outputs
         assert all(key in world.artifacts.objects for key in record.outputs)
 
-    world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=ledger.run.plan_digest))
+    world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=ledger.run.plan_digest), REVIEWER)
     assert world.executions.answered("success")[0][1] == TOKEN
     world.workflow.run_stage(Stage.COMPLETE, run_id, execution)
     done = world.ledger.load(run_id)
@@ -110,11 +110,11 @@ def test_the_review_keeper_heartbeats_a_valid_review_and_fails_a_stale_one(world
 def test_an_approval_of_another_plan_or_of_a_stale_plan_is_refused(world: World) -> None:
     run_id, _ = world.to_review()
     with pytest.raises(ReviewRejectedError, match="not sha256:old"):
-        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest="sha256:old"))
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest="sha256:old"), REVIEWER)
     edit_sample_repository(world.repo)
     current = world.ledger.get_run(run_id).plan_digest
     with pytest.raises(ReviewRejectedError, match="stale"):
-        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=current))
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=current), REVIEWER)
     assert world.executions.answered("failure")  # the waiting execution is woken to replan
 
 
@@ -124,14 +124,14 @@ def test_one_idempotency_key_names_one_run_and_refuses_another_body(world: World
     assert first == second
     assert world.executions.started == {f"{first}-start": 2}  # the same name: one execution
     with pytest.raises(RunConflictError):
-        world.service.create(CreateRunRequest(repository=str(world.repo), request="something else"), "same")
+        world.service.create(CreateRunRequest(repository=str(world.repo), request="something else"), "same", REQUESTER)
 
 
 def test_repeated_resumes_start_one_execution(world: World) -> None:
     run_id, execution = world.create()
     world.workflow.classify(run_id, execution, {"Error": "KeyError"}, failed_stage="inspect")
-    first = world.service.resume(run_id)
-    second = world.service.resume(run_id)
+    first = world.service.resume(run_id, OPERATOR)
+    second = world.service.resume(run_id, OPERATOR)
     assert first["execution"] == second["execution"] == f"{run_id}-resume-1"
     assert world.ledger.get_run(run_id).resumes == 1
 

@@ -182,3 +182,76 @@ def test_metrics_summary_lists_counts_then_timings_with_dashes_for_what_was_neve
     assert line_with("\n".join(lines), "time to handoff s").endswith("avg 1.5  max 2.0  n=2")
     assert line_with("\n".join(lines), "review wait s").endswith("  -")
     assert line_with("\n".join(lines), "stage duration plan").endswith("avg 0.25  max 0.5  n=4")
+
+
+def test_show_prints_the_test_counts_and_failing_tests_of_the_newest_build() -> None:
+    document = load("run_complete.json")
+    counts = {"tests": 12, "passed": 10, "failed": 1, "errors": 1, "skipped": 0,
+              "failing": ["tests.test_slug.test_unicode", "tests.test_stats.test_empty"], "files": [], "unreadable": []}
+    document["test_runs"] = {
+        "old": {"digest": "a" * 64, "build_id": "p:1", "status": "SUCCEEDED", "created_at": "2026-12-01T10:00:00+00:00",
+                "report": {"outcome": "passed", "reason": "the test command exited 0", "counts": None}},
+        "new": {"digest": "b" * 64, "build_id": "p:2", "status": "SUCCEEDED", "created_at": "2026-12-02T10:00:00+00:00",
+                "report": {"outcome": "failed", "reason": "the test command exited 1: 1 failed, 1 errored of 12",
+                           "counts": counts}},
+    }
+    tests = section(render.run_timeline(document), "Tests").splitlines()
+    assert tests[1].split()[:3] == ["failed", "build", "p:2"]
+    assert "12 tests: 10 passed, 1 failed, 1 errored, 0 skipped" in tests[3]
+    assert tests[4:6] == ["    ✗ tests.test_slug.test_unicode", "    ✗ tests.test_stats.test_empty"]
+    assert "no JUnit XML, so no counts" in tests[8]
+
+
+def test_the_summary_opens_the_timeline_with_what_was_asked_planned_written_and_shown() -> None:
+    document = load("run_complete.json")
+    document["summary"] = {
+        "request": "write tests for calc",
+        "plan": {"planner": "docstring-examples", "targets": 7, "skipped": 2,
+                 "first": [{"target": f"calc.py::f{i}", "test_path": "agentledger_tests/test_calc.py",
+                            "rationale": "documented with a doctest example"} for i in range(5)]},
+        "files_changed": [{"path": "agentledger_tests/test_calc.py", "lines": 40}],
+        "tests": {"written": 7, "outcome": "failed", "passed": 5, "failed": 1, "errors": 1, "skipped": 0},
+    }
+    text = render.run_timeline(document)
+
+    assert text.startswith("Summary\n")
+    brief = section(text, "Summary")
+    assert line_with(brief, "  asked ").endswith("write tests for calc")
+    assert "7 target(s) to test, 2 skipped (docstring-examples)" in brief
+    assert line_with(brief, "calc.py::f4", "→ agentledger_tests/test_calc.py")
+    assert "… and 2 more" in brief
+    assert line_with(brief, "  files ").endswith("1 written: agentledger_tests/test_calc.py (+40)")
+    assert line_with(brief, "  tests ").endswith("7 written; failed: 5 passed, 1 failed, 1 errored, 0 skipped")
+
+
+def test_a_summary_before_planning_says_what_is_not_there_yet() -> None:
+    lines = render.summary({"request": "r", "plan": None, "files_changed": [],
+                            "tests": {"written": 0, "outcome": None, "passed": None, "failed": None,
+                                      "errors": None, "skipped": None}})
+    assert lines[2:] == ["  plan     not made yet", "  files    0 written: none yet", "  tests    0 written; not run yet"]
+
+
+def test_the_diff_stat_counts_each_files_added_and_removed_lines() -> None:
+    diff = ("--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -1,2 +1,3 @@\n line\n-old\n+new\n+more\n"
+            "--- /dev/null\n+++ b/tests/test_b.py\n@@ -0,0 +1,2 @@\n+one\n+two\n")
+    assert render.diff_stat(diff) == [("tests/test_a.py", 2, 1), ("tests/test_b.py", 2, 0)]
+
+
+def test_the_review_brief_shows_the_plan_the_change_the_tests_and_what_still_holds() -> None:
+    document = load("run_awaiting_review.json")
+    brief = render.review_brief(document, "--- /dev/null\n+++ b/agentledger_tests/test_x.py\n+a\n+b\n")
+    assert brief.startswith(f"Review of {document['run']['run_id']}: plan {document['review']['plan_digest']}")
+    assert "agentledger_tests/test_x.py  +2 -0" in brief and "1 file(s), +2 -0" in brief
+    assert "\nEvidence\n" in brief and "valid" in section(brief, "Evidence")
+
+
+def test_the_live_line_names_the_running_stage_and_its_time_so_far() -> None:
+    from datetime import datetime, timezone  # noqa: PLC0415
+
+    stages = {"inspect": {"stage": "inspect", "status": "complete", "started_at": "2026-12-03T10:00:00+00:00"},
+              "verify": {"stage": "verify", "status": "running", "started_at": "2026-12-03T10:00:05+00:00"}}
+    assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 0, 47, tzinfo=timezone.utc)) == \
+        "  … verify running for 42s"
+    assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 3, 10, tzinfo=timezone.utc)) == \
+        "  … verify running for 3m05s"
+    assert render.elapsed_line({"inspect": stages["inspect"]}, datetime.now(timezone.utc)) is None

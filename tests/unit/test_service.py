@@ -1,14 +1,15 @@
 """RunService on the in-memory adapters, beyond test_orchestration.py: what the API refuses
-(a repository at another revision, a second decision, resuming a run that is running or done),
-and what a person sees of a run (view, list)."""
+(a repository at another revision, a second decision, resuming a run that is running or done,
+a requester approving its own run), who made each write, and what a person sees (view, list)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from agentledger.errors import ReviewRejectedError
+from agentledger.errors import ReviewForbiddenError, ReviewRejectedError
 from agentledger.models import RunStatus, Stage
 from agentledger.service import (
     CreateRunRequest,
@@ -16,7 +17,7 @@ from agentledger.service import (
     ReviewRequest,
     RunConflictError,
 )
-from tests.fakes.world import World, build_world
+from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, World, build_world
 
 
 @pytest.fixture
@@ -27,14 +28,14 @@ def world(tmp_path: Path) -> World:
 def test_a_repository_at_another_revision_is_refused_and_no_run_is_started(world: World) -> None:
     body = CreateRunRequest(repository=str(world.repo), request="write tests", revision="tree:sha256:elsewhere")
     with pytest.raises(RepositoryRejectedError, match="not the requested"):
-        world.service.create(body, "key-1")
+        world.service.create(body, "key-1", REQUESTER)
     assert world.ledger.list_runs()[0] == [] and not world.executions.started
 
 
 def test_a_pinned_revision_that_matches_is_accepted_and_recorded(world: World) -> None:
     revision = world.workflow.sources.snapshot(str(world.repo)).revision
     created = world.service.create(CreateRunRequest(repository=str(world.repo), request="write tests",
-                                                    revision=revision), "key-1")
+                                                    revision=revision), "key-1", REQUESTER)
     assert created["revision"] == revision and created["status"] == "running"
     assert world.executions.started == {created["execution"]: 1}
 
@@ -43,13 +44,13 @@ def test_a_run_can_be_decided_once(world: World) -> None:
     run_id, _ = world.create()
     digest = "sha256:anything"
     with pytest.raises(ReviewRejectedError, match="not waiting for review"):
-        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest))
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REVIEWER)
 
     world.run(run_id, _, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY, Stage.AWAIT_REVIEW)
     assert world.approve(run_id)["delivered"] is True
     with pytest.raises(ReviewRejectedError, match="not waiting for review"):
         world.service.review(run_id, ReviewRequest(decision="request_changes",
-                                                   plan_digest=world.ledger.get_run(run_id).plan_digest))
+                                                   plan_digest=world.ledger.get_run(run_id).plan_digest), REVIEWER)
     assert len(world.executions.answered("success")) == 1
     assert world.ledger.load(run_id).review.decision == "approve"
 
@@ -59,7 +60,7 @@ def test_a_stale_review_is_recorded_as_a_rejected_plan_naming_the_changed_file(w
     (world.repo / "textkit" / "slug.py").write_text("def slugify(text):\n    return text\n")
     digest = world.ledger.get_run(run_id).plan_digest
     with pytest.raises(ReviewRejectedError, match="stale"):
-        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest))
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REVIEWER)
     [failure] = world.executions.answered("failure")
     assert failure[2] == "StaleContextError"
     ledger = world.ledger.load(run_id)
@@ -72,13 +73,13 @@ def test_a_stale_review_is_recorded_as_a_rejected_plan_naming_the_changed_file(w
 def test_a_run_that_is_running_or_done_is_not_resumed(world: World) -> None:
     run_id, execution = world.create()
     with pytest.raises(RunConflictError, match="already running"):
-        world.service.resume(run_id)  # its start execution is still RUNNING
+        world.service.resume(run_id, OPERATOR)  # its start execution is still RUNNING
 
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY, Stage.AWAIT_REVIEW)
     world.approve(run_id)
     world.run(run_id, execution, Stage.COMPLETE)
     with pytest.raises(RunConflictError, match="complete"):
-        world.service.resume(run_id)
+        world.service.resume(run_id, OPERATOR)
     assert set(world.executions.started) == {execution}
 
 
@@ -86,9 +87,9 @@ def test_a_run_whose_execution_died_while_running_is_resumed_once(world: World) 
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT)
     world.executions.statuses[execution] = "FAILED"  # the execution died without reaching ClassifyFailure
-    first = world.service.resume(run_id)
+    first = world.service.resume(run_id, OPERATOR)
     world.executions.statuses.pop(first["execution"])  # not visible yet: a resume repeated at once
-    second = world.service.resume(run_id)
+    second = world.service.resume(run_id, OPERATOR)
     assert first == second and first["execution"] == f"{run_id}-resume-1"
     assert first["assessment"]["complete"] == ["inspect"] and first["assessment"]["next"] == "plan"
     assert world.executions.started[first["execution"]] == 2 and world.ledger.get_run(run_id).resumes == 1
@@ -121,3 +122,53 @@ def test_runs_are_listed_newest_first_and_filtered_by_status(world: World) -> No
     assert [r["run_id"] for r in listed] == [second, first]
     waiting = world.service.list_runs(RunStatus.NEEDS_PERSON, 10, None)["runs"]
     assert [r["run_id"] for r in waiting] == [second]
+
+
+# --- who did what ---------------------------------------------------------------------------------
+
+def test_every_write_from_a_person_records_who_made_it(world: World) -> None:
+    run_id, execution = world.to_review()
+    world.approve(run_id)
+    ledger = world.ledger.load(run_id)
+    assert ledger.run.requested_by == REQUESTER
+    assert ledger.review.decided_by == REVIEWER
+    actors = {d.kind.value: d.actor for d in ledger.decisions if d.actor}
+    assert actors == {"created": REQUESTER, "review": REVIEWER}
+    assert all(d.actor is None for d in ledger.decisions if d.kind.value == "assessment")  # the workflow's own
+
+    world.workflow.classify(run_id, execution, {"Error": "KeyError"}, failed_stage="complete")
+    world.service.resume(run_id, OPERATOR)
+    resumed = [d for d in world.ledger.load(run_id).decisions if d.kind.value == "resume"]
+    assert [d.actor for d in resumed] == [OPERATOR]
+
+
+def test_the_requester_may_not_approve_its_own_run_and_the_refusal_is_recorded(world: World) -> None:
+    run_id, _ = world.to_review()
+    digest = world.ledger.get_run(run_id).plan_digest
+    with pytest.raises(ReviewForbiddenError, match="requested run .* may not approve it.*allowSelfApproval"):
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REQUESTER)
+
+    ledger = world.ledger.load(run_id)
+    assert ledger.run.status == RunStatus.AWAITING_REVIEW and ledger.review.decision is None
+    [refused] = [d for d in ledger.decisions if d.kind.value == "review_refused"]
+    assert refused.actor == REQUESTER and "separation of duties" in refused.summary
+    assert world.executions.answered("success") == []
+    assert world.approve(run_id)["decision"] == "approve"  # another reviewer still can
+
+
+def test_a_one_person_team_can_allow_self_approval(tmp_path: Path) -> None:
+    world = build_world(tmp_path)
+    world.service.settings = replace(world.settings, allow_self_approval=True)
+    run_id, _ = world.to_review()
+    digest = world.ledger.get_run(run_id).plan_digest
+    answer = world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REQUESTER)
+    assert answer["delivered"] is True
+    assert world.ledger.load(run_id).review.decided_by == REQUESTER
+
+
+def test_the_requester_may_still_request_changes_to_its_own_run(world: World) -> None:
+    run_id, _ = world.to_review()
+    digest = world.ledger.get_run(run_id).plan_digest
+    answer = world.service.review(run_id, ReviewRequest(decision="request_changes", plan_digest=digest,
+                                                        comment="cover slugify"), REQUESTER)
+    assert answer["decision"] == "request_changes"

@@ -10,7 +10,7 @@ import pytest
 from agentledger.errors import StaleContextError, SupersededExecutionError, VerificationFailedError
 from agentledger.models import ArtifactRef, Handoff, RunStatus, Stage, StageStatus
 from agentledger.service import ReviewRequest
-from tests.fakes.world import TOKEN, UP_TO_REVIEW, World, build_world
+from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import edit_sample_repository
 
 
@@ -30,7 +30,7 @@ def _handoffs(world: World, run_id: str) -> list[Handoff]:
 
 
 def test_a_failing_test_run_commits_its_output_but_no_evidence_and_is_handed_to_a_person(world: World) -> None:
-    world.agent.passes = False
+    world.builds.outcome = "fail"
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError):
@@ -38,10 +38,10 @@ def test_a_failing_test_run_commits_its_output_but_no_evidence_and_is_handed_to_
 
     ledger = world.ledger.load(run_id)
     verify = ledger.stages["verify"]
-    assert verify.status == StageStatus.FAILED and "exited with 1" in (verify.error or "")
+    assert verify.status == StageStatus.FAILED and "exited 1" in (verify.error or "")
     assert "test_run" not in ledger.evidence  # a failed run is no evidence the review could rest on
     output = _committed(world, run_id, Stage.VERIFY, "test-output.txt")
-    assert world.artifacts.get(output) == b"FAILED\n"  # the person can read what failed
+    assert world.artifacts.get(output) == b"fail\n"  # the person can read what failed
 
     verdict = world.workflow.classify(run_id, execution, {"Error": "VerificationFailedError",
                                                           "Cause": '{"errorMessage": "test command exited with 1"}'},
@@ -55,22 +55,24 @@ def test_a_failing_test_run_commits_its_output_but_no_evidence_and_is_handed_to_
 
 
 def test_a_resumed_run_keeps_its_valid_stages_and_the_old_execution_is_shut_out(world: World) -> None:
-    world.agent.passes = False
+    world.builds.outcome = "fail"
     run_id, first = world.create()
     world.run(run_id, first, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError):
         world.workflow.run_stage(Stage.VERIFY, run_id, first)
     world.workflow.classify(run_id, first, {"Error": "VerificationFailedError"}, failed_stage="verify")
 
-    world.agent.passes = True  # the person fixed the cause
-    second = world.service.resume(run_id)["execution"]
+    world.builds.outcome = "pass"  # the person fixed the cause
+    second = world.service.resume(run_id, OPERATOR)["execution"]
     assert world.workflow.assess(run_id, second)["next"] == "verify"
     with pytest.raises(SupersededExecutionError):
         world.workflow.run_stage(Stage.VERIFY, run_id, first)
     assert world.workflow.classify(run_id, first, {"Error": "TransientError"})["action"] == "abandon"
 
     world.run(run_id, second, *UP_TO_REVIEW, Stage.AWAIT_REVIEW)
-    assert world.agent.calls == {"inspect": 1, "plan": 1, "execute": 1, "verify": 2}
+    assert world.agent.calls == {"inspect": 1, "plan": 1, "execute": 1}
+    # The resume is a person asking for the suite again: a second build of the same inputs.
+    assert len(world.builds.started) == 2
     world.approve(run_id)
     world.run(run_id, second, Stage.COMPLETE)
     assert world.ledger.get_run(run_id).status == RunStatus.COMPLETE
@@ -95,7 +97,7 @@ def test_an_approval_the_task_missed_is_redelivered_to_the_retried_review_task(w
 def test_a_change_request_sends_the_run_back_to_plan(world: World) -> None:
     run_id, execution = world.to_review()
     digest = world.ledger.get_run(run_id).plan_digest
-    world.service.review(run_id, ReviewRequest(decision="request_changes", plan_digest=digest, comment="cover slug"))
+    world.service.review(run_id, ReviewRequest(decision="request_changes", plan_digest=digest, comment="cover slug"), REVIEWER)
     assert world.executions.answered("success")[-1][1:] == (TOKEN, {"decision": "request_changes",
                                                                     "plan_digest": digest})
     ledger = world.ledger.load(run_id)

@@ -1,4 +1,5 @@
-"""The reference agent: inspect a repository, plan tests, write them, run them.
+"""The reference agent: inspect a repository, plan tests, write them. Running them is not the
+agent's job: the workflow runs the suite in a sandboxed build (agentledger.testrun).
 
 Each step is a plain function over explicit inputs and returns a value the workflow can
 fingerprint and store; nothing here touches AWS. `load_agent` lets users plug in their own.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentledger.agent.executor import Execution, apply_files, write_tests
@@ -19,7 +19,6 @@ from agentledger.agent.inventory import (
     inspect_repository,
 )
 from agentledger.agent.planner import (
-    GENERATED_TESTS_DIR,
     DocstringExamplePlanner,
     Example,
     Plan,
@@ -34,7 +33,6 @@ from agentledger.agent.source import (
     extract_tarball,
     snapshot_directory,
 )
-from agentledger.agent.verifier import Verification, resolve_test_command, run_tests
 
 __all__ = [
     "Agent",
@@ -51,14 +49,11 @@ __all__ = [
     "ReferenceAgent",
     "SkippedTarget",
     "SourceSnapshot",
-    "Verification",
     "apply_files",
     "changed_files",
     "extract_tarball",
     "inspect_repository",
     "load_agent",
-    "resolve_test_command",
-    "run_tests",
     "snapshot_directory",
     "write_tests",
 ]
@@ -74,13 +69,10 @@ class Agent(Protocol):
         self, plan: Plan, snapshot: SourceSnapshot, workspace: str | os.PathLike[str]
     ) -> Execution: ...
 
-    def verify(self, workspace: str | os.PathLike[str], timeout_s: float) -> Verification: ...
-
 
 class ReferenceAgent:
-    def __init__(self, planner: Planner | None = None, test_command: list[str] | None = None) -> None:
+    def __init__(self, planner: Planner | None = None) -> None:
         self.planner = planner or DocstringExamplePlanner()
-        self.test_command = list(test_command) if test_command is not None else resolve_test_command()
 
     def inspect(self, snapshot: SourceSnapshot) -> Inventory:
         return inspect_repository(snapshot)
@@ -90,14 +82,6 @@ class ReferenceAgent:
 
     def execute(self, plan: Plan, snapshot: SourceSnapshot, workspace: str | os.PathLike[str]) -> Execution:
         return write_tests(plan, snapshot, workspace)
-
-    def verify(self, workspace: str | os.PathLike[str], timeout_s: float) -> Verification:
-        if not any((Path(workspace) / GENERATED_TESTS_DIR).glob("test_*.py")):
-            # Nothing was planned: there is nothing to verify (and unittest on Python 3.12+
-            # exits 5 when it finds no test, which would read as a failure).
-            return Verification(command=self.test_command, exit_code=0, duration_s=0.0, timed_out=False,
-                                passed=True, output="no tests were generated for this plan; nothing to run\n")
-        return run_tests(workspace, self.test_command, timeout_s)
 
 
 def load_agent(spec: str | None) -> Agent:
@@ -118,6 +102,6 @@ def load_agent(spec: str | None) -> Agent:
     if not isinstance(agent, Agent):
         raise ValueError(
             f"agent spec {spec!r}: {factory_name}() returned {type(agent).__name__}, "
-            "which lacks inspect/plan/execute/verify"
+            "which lacks inspect/plan/execute"
         )
     return agent

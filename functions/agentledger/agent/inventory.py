@@ -74,7 +74,7 @@ def inspect_repository(snapshot: SourceSnapshot) -> Inventory:
     files: dict[str, str] = {}
     trees: dict[str, ast.Module] = {}
     unparseable: dict[str, str] = {}
-    for path in snapshot.files:
+    for path in (path for path in snapshot.files if path.endswith(".py")):
         source = (snapshot.root / path).read_bytes()
         files[path] = sha256_bytes(source)
         try:

@@ -1,4 +1,5 @@
-"""What was looked at: a content-hashed snapshot of a repository's Python sources."""
+"""What was looked at: a content-hashed snapshot of every file of a repository (the test build
+gets exactly these files, so the snapshot covers the toolchain's files as well as the code)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def is_safe_relative_path(path: str) -> bool:
 
 def snapshot_directory(root: str | os.PathLike[str]) -> SourceSnapshot:
     root = Path(root).resolve()
-    files = {relative: sha256_file(root / relative) for relative in _python_sources(root)}
+    files = {relative: sha256_file(root / relative) for relative in _source_files(root)}
     revision = _git_revision(root) or "tree:" + digest(files)
     return SourceSnapshot(root=root, revision=revision, files=files)
 
@@ -78,12 +79,14 @@ def extract_tarball(data: bytes, into: str | os.PathLike[str]) -> Path:
     return into
 
 
-def _python_sources(root: Path) -> list[str]:
+def _source_files(root: Path) -> list[str]:
+    """Regular files only: a symlink could point the build (or a reader) outside the repository."""
     sources = []
     for directory, dir_names, file_names in os.walk(root):
         dir_names[:] = [name for name in dir_names if not is_skipped_dir(name)]
-        base = Path(directory).relative_to(root)
-        sources.extend((base / name).as_posix() for name in file_names if name.endswith(".py"))
+        base = Path(directory)
+        sources.extend((base / name).relative_to(root).as_posix() for name in file_names
+                       if (base / name).is_file() and not (base / name).is_symlink() and not name.endswith(".pyc"))
     return sorted(sources)
 
 

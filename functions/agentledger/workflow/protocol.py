@@ -25,7 +25,7 @@ from ..models import (
     StageStatus,
     utc_now,
 )
-from ..ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
+from ..ports import ArtifactPort, BuildPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from ..restart import assess, evaluate_evidence, is_stage_valid
 from ..states import DecisionKind, NextAction
 from .handoff import Failure, Handoffs, seconds_between
@@ -35,14 +35,15 @@ from .stages import StageContext, StageWork
 
 class Workflow:
     def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
-                 agent: Agent, executions: ExecutionPort | None, metrics: MetricSink) -> None:
+                 agent: Agent, executions: ExecutionPort | None, metrics: MetricSink,
+                 builds: BuildPort | None) -> None:
         self.settings = settings
         self.ledger = ledger
         self.artifacts = artifacts
         self.sources = sources
         self.metrics = metrics
         self.executions = executions
-        self.work = StageWork(settings, artifacts, agent)
+        self.work = StageWork(settings, ledger, artifacts, agent, builds)
         self.handoffs = Handoffs(ledger, artifacts, metrics, settings.max_replans)
 
     # -- the Assess state ------------------------------------------------------------------
@@ -83,14 +84,21 @@ class Workflow:
                                self.metrics)
 
         previous = ledger.stages.get(stage.value)
-        attempt = (previous.attempt if previous else 0) + 1
-        started = StageRecord(stage=stage, status=StageStatus.RUNNING, attempt=attempt, execution=execution,
-                              started_at=utc_now(), inputs=_inputs(ledger, stage))
-        run = self.ledger.write(ledger.run, to_state=RunState(stage.value), status=RunStatus.RUNNING,
-                                records=[started], execution=execution,
-                                reason=f"{stage} started (attempt {attempt})")
+        if _is_poll(previous, execution, ledger, stage):
+            # The state machine came back to look at work this attempt started (a test build).
+            started, run = previous, ledger.run
+        else:
+            attempt = (previous.attempt if previous else 0) + 1
+            started = StageRecord(stage=stage, status=StageStatus.RUNNING, attempt=attempt, execution=execution,
+                                  started_at=utc_now(), inputs=_inputs(ledger, stage))
+            run = self.ledger.write(ledger.run, to_state=RunState(stage.value), status=RunStatus.RUNNING,
+                                    records=[started], execution=execution,
+                                    reason=f"{stage} started (attempt {attempt})")
         faults.reach(run_id, stage, "before_work", execution)
         result = self.work.body[stage](StageContext(ledger, snapshot, run, execution, task_token))
+        run = result.run or run
+        if result.poll_after_s is not None:
+            return {**self._outcome(run, stage), "done": False, "poll_after_s": result.poll_after_s}
         faults.reach(run_id, stage, "after_artifacts", execution)
 
         finished = started.model_copy(update={
@@ -119,7 +127,7 @@ class Workflow:
 
     def _outcome(self, run: Run, stage: Stage, skipped: bool = False) -> dict[str, Any]:
         return {"run_id": run.run_id, "stage": stage.value, "skipped": skipped, "status": run.status.value,
-                "artifacts": self.artifacts.location(run.run_id)}
+                "done": True, "artifacts": self.artifacts.location(run.run_id)}
 
     # -- the ReviewKeeper schedule and the ClassifyFailure state ---------------------------
     def keep_reviews_alive(self) -> dict[str, int]:
@@ -137,6 +145,11 @@ def _require_owner(run: Run, execution: str) -> None:
     if run.active_execution and run.active_execution != execution:
         raise SupersededExecutionError(
             f"execution {execution} no longer owns run {run.run_id}; {run.active_execution} does")
+
+
+def _is_poll(previous: StageRecord | None, execution: str, ledger: Ledger, stage: Stage) -> bool:
+    return (previous is not None and previous.status == StageStatus.RUNNING and previous.execution == execution
+            and previous.inputs == _inputs(ledger, stage) and stage == Stage.VERIFY)
 
 
 def _inputs(ledger: Ledger, stage: Stage) -> dict[str, str]:

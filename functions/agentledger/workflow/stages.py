@@ -6,17 +6,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Agent, Execution, Inventory, Plan, apply_files
+from ..agent import Agent, Execution, Inventory, Plan
 from ..agent.source import SourceSnapshot
 from ..config import Settings
-from ..errors import StaleContextError, VerificationFailedError
+from ..errors import StaleContextError
 from ..evidence import (
     EVIDENCE_OF,
     file_dependencies,
     source_dependencies,
     stage_evidence,
 )
-from ..fingerprints import digest, sha256_bytes
+from ..fingerprints import digest
 from ..models import (
     ArtifactRef,
     Evidence,
@@ -28,7 +28,8 @@ from ..models import (
     Stage,
     StageStatus,
 )
-from ..ports import ArtifactPort
+from ..ports import ArtifactPort, BuildPort, LedgerPort
+from .verification import TestBuilds
 
 
 @dataclass
@@ -40,6 +41,12 @@ class StageResult:
     changes: dict[str, Any] = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)
     failure: Exception | None = None
+    run: Run | None = None  # the run as the body left it, when the body wrote to the ledger itself
+    poll_after_s: int | None = None  # the work goes on elsewhere (a test build): come back after this
+
+
+def pending(run: Run, poll_after_s: int) -> StageResult:
+    return StageResult([], None, stage_status=StageStatus.RUNNING, run=run, poll_after_s=poll_after_s)
 
 
 @dataclass
@@ -65,10 +72,12 @@ def committed_output(ledger: Ledger, stage: Stage, name: str) -> ArtifactRef:
 
 
 class StageWork:
-    def __init__(self, settings: Settings, artifacts: ArtifactPort, agent: Agent) -> None:
+    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, agent: Agent,
+                 builds: BuildPort | None) -> None:
         self.settings = settings
         self.artifacts = artifacts
         self.agent = agent
+        self.test_builds = TestBuilds(ledger, artifacts, builds, settings.test_timeout_limit_s)
         self.body: dict[Stage, Callable[[StageContext], StageResult]] = {
             Stage.INSPECT: self.inspect,
             Stage.PLAN: self.plan,
@@ -106,23 +115,27 @@ class StageWork:
         return StageResult(refs, stage_evidence(Stage.EXECUTE, digest(execution.files), ctx.ledger))
 
     def verify(self, ctx: StageContext) -> StageResult:
+        """The tests run in a build of their own, outside this function's trust boundary; this
+        stage starts it, is called again until it ends (the state machine waits in between), and
+        then records what it showed."""
         files = self.artifacts.get_json(committed_output(ctx.ledger, Stage.EXECUTE, "test-files.json"))
-        # Verify may run on another container than execute did: rebuild the workspace from the
-        # snapshot and the committed test files rather than trusting a local directory.
-        workspace = apply_files(files, ctx.snapshot, self.settings.workspace_root / ctx.run.run_id / "verify")
-        result = self.agent.verify(workspace, self.settings.test_timeout_s)
-        run_id = ctx.run.run_id
-        summary = result.model_dump(mode="json", exclude={"output"})
-        refs = [
-            self.artifacts.put_json(run_id, Stage.VERIFY, "command.json", summary),
-            self.artifacts.put_text(run_id, Stage.VERIFY, "test-output.txt", result.output),
-        ]
-        if result.passed:
-            fingerprint = digest({**summary, "duration_s": None, "output": sha256_bytes(result.output.encode())})
-            return StageResult(refs, stage_evidence(Stage.VERIFY, fingerprint, ctx.ledger))
-        why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
-        return StageResult(refs, None, stage_status=StageStatus.FAILED,
-                           failure=VerificationFailedError(f"test command {why}; see test-output.txt"))
+        previous = ctx.ledger.stages.get(Stage.VERIFY.value)
+        failure_reported = (previous is not None and previous.status == StageStatus.FAILED
+                            and previous.execution != ctx.execution)
+        progress = self.test_builds.advance(ctx.run, ctx.execution, ctx.snapshot.root, ctx.snapshot.files, files,
+                                            ctx.ledger.test_runs, rerun_reported=failure_reported)
+        if not progress.finished:
+            return pending(progress.run, progress.poll_after_s)
+        refs = list(progress.artifacts or [])
+        records: list[Record] = [progress.test_run]
+        report = progress.report
+        if progress.failure is None and report is not None:
+            fingerprint = digest({**report.model_dump(mode="json"), "duration_s": None, "build_id": None})
+            evidence = stage_evidence(Stage.VERIFY, fingerprint, ctx.ledger,
+                                      {"test_run": progress.test_run.digest})
+            return StageResult(refs, evidence, records=records, run=progress.run)
+        return StageResult(refs, None, stage_status=StageStatus.FAILED, records=records, run=progress.run,
+                           failure=progress.failure)
 
     def request_review(self, ctx: StageContext) -> StageResult:
         if not ctx.task_token:
@@ -172,7 +185,7 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         f"- request: {summary['request']}",
         f"- repository: {summary['repository']} at {summary['revision']}",
         f"- plan: {summary['plan_digest']}",
-        f"- tests: `{' '.join(tests['command'])}` exited {tests['exit_code']} in {tests['duration_s']:.2f}s",
+        f"- tests: `{tests['command']}`: {tests['reason']}",
         "",
         "## Artifacts",
     ]

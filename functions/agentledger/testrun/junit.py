@@ -1,0 +1,78 @@
+"""Counts read from the JUnit XML files a suite wrote (pytest, Surefire, Node's reporter...).
+
+The files come out of the sandbox, so they are untrusted: defusedxml refuses entity tricks,
+oversized files are not parsed, and a file that cannot be read is named rather than guessed at.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from xml.etree.ElementTree import Element
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import ParseError, fromstring
+from pydantic import BaseModel, ConfigDict
+
+MAX_DOCUMENT_BYTES = 16 << 20
+MAX_FAILING_NAMES = 100
+JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
+# The first child tag a case carries decides its outcome; a case with none passed.
+OUTCOME_OF_CHILD = (("failure", "failed"), ("error", "errors"), ("skipped", "skipped"))
+
+
+class TestCounts(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    __test__ = False  # a model, not a test class, whatever its name says to pytest
+
+    tests: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    failing: list[str]  # failed and errored cases, "classname.name", at most MAX_FAILING_NAMES
+    files: list[str]  # documents read and counted
+    unreadable: list[str]  # documents that were not well-formed JUnit XML, or too large to read
+
+
+def summarize_junit(documents: Mapping[str, bytes]) -> TestCounts:
+    outcomes: Counter[str] = Counter()
+    failing: list[str] = []
+    files: list[str] = []
+    unreadable: list[str] = []
+    for name, data in documents.items():
+        root = _parse(data)
+        if root is None:
+            unreadable.append(name)
+            continue
+        files.append(name)
+        for case in root.iter("testcase"):
+            outcome = _outcome(case)
+            outcomes[outcome] += 1
+            if outcome in ("failed", "errors") and len(failing) < MAX_FAILING_NAMES:
+                failing.append(_case_name(case))
+    return TestCounts(tests=outcomes.total(), passed=outcomes["passed"], failed=outcomes["failed"],
+                      errors=outcomes["errors"], skipped=outcomes["skipped"],
+                      failing=failing, files=files, unreadable=unreadable)
+
+
+def _parse(data: bytes) -> Element | None:
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return None
+    try:
+        root = fromstring(data)
+    except (ParseError, DefusedXmlException):
+        return None
+    return root if root.tag in JUNIT_ROOTS else None
+
+
+def _outcome(case: Element) -> str:
+    for tag, outcome in OUTCOME_OF_CHILD:
+        if case.find(tag) is not None:
+            return outcome
+    return "passed"
+
+
+def _case_name(case: Element) -> str:
+    name = case.get("name", "")
+    classname = case.get("classname")
+    return f"{classname}.{name}" if classname else name

@@ -1,0 +1,50 @@
+"""What the orchestrator and the build agree on: the input tarball's layout, the build's
+variables and the buildspec. The driver (a standalone script inside the build) repeats the
+names it needs; tests/unit/testrun/test_layout.py checks that the copy agrees."""
+from __future__ import annotations
+
+from typing import Any
+
+# Inside the input tarball (and the build's working directory after extraction).
+REPOSITORY_DIR = "repository"  # the source tree with the generated tests written in
+CONTROL_DIR = "agentledger"  # trusted files the orchestrator adds: the driver and the configuration
+DRIVER_FILE = f"{CONTROL_DIR}/driver.py"
+CONFIG_FILE = f"{CONTROL_DIR}/config.json"
+RESULTS_DIR = f"{CONTROL_DIR}/results"  # what the driver writes and uploads
+# Inside the results (and the output tarball).
+RESULT_FILE = "result.json"
+OUTPUT_FILE = "output.txt"
+JUNIT_DIR = "junit"
+
+# Variables the orchestrator sets on each build. None of them reaches the install or test
+# commands: the driver starts those with an environment it builds itself.
+INPUT_URL_VARIABLE = "AGENTLEDGER_INPUT_URL"  # presigned GET of this test run's input tarball
+OUTPUT_GRANT_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT"  # presigned POST (JSON: url, fields) for its outputs
+TEST_RUN_VARIABLE = "AGENTLEDGER_TEST_RUN"  # "<run id>/<input digest>", to find the build again
+# Declared by the build host: where dependency caches live (a CodeBuild local cache path on AWS).
+CACHE_VARIABLE = "AGENTLEDGER_CACHE"
+# Set by the driver for the test command: where to write JUnit XML that it should collect.
+RESULTS_VARIABLE = "AGENTLEDGER_RESULTS"
+
+OUTPUT_LIMIT_BYTES = 1 << 20  # the tail of install + test output that is kept
+OUTPUT_ARCHIVE_LIMIT_BYTES = 32 << 20  # the most the output grant accepts
+CACHE_PATH_ON_CODEBUILD = "/root/.cache/agentledger"
+
+BUILDSPEC: dict[str, Any] = {
+    "version": "0.2",
+    "env": {"shell": "bash", "variables": {CACHE_VARIABLE: CACHE_PATH_ON_CODEBUILD}},
+    "phases": {
+        "install": {"commands": [
+            f'curl --fail --silent --show-error --retry 3 "${INPUT_URL_VARIABLE}" | tar -xzf -',
+        ]},
+        "build": {"commands": [f"python3 {DRIVER_FILE} run"]},
+        "post_build": {"commands": [f"python3 {DRIVER_FILE} upload"]},
+    },
+    "cache": {"paths": [f"{CACHE_PATH_ON_CODEBUILD}/**/*"]},
+}
+
+
+def build_timeout_minutes(test_timeout_s: int) -> int:
+    """Install and tests each get the configured timeout; the build gets both plus a margin for
+    fetching and uploading, within CodeBuild's 5..2160 minutes."""
+    return max(5, min(2160, -(-2 * test_timeout_s // 60) + 10))

@@ -1,0 +1,191 @@
+"""The test-build sandbox: a CodeBuild project that runs a repository's install and test commands.
+
+The code it runs is untrusted, so its role can do nothing but write its own log streams. It gets
+its input and returns its results through presigned links that the verify function signs for one
+test run's objects (a GET of the input tarball, a POST limited to the output key and a size), so
+the build can read no other run's data and write nowhere else. With `isolated`, it also runs in a
+VPC without a route out: it reaches S3 and CloudWatch Logs through endpoints only.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Duration, Stack, Validations
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from agentledger.testrun.config import DEFAULT_COMPUTE, DEFAULT_IMAGE
+from agentledger.testrun.layout import BUILDSPEC
+
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+HTTPS = ec2.Port.tcp(443)
+# What CodeBuild asks of a project role to attach a build's network interface in a VPC.
+VPC_NETWORK_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeVpcs",
+)
+
+
+class BuildSandbox(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, timeout_minutes: int, isolated: bool
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.log_group = logs.LogGroup(self, "BuildLogs", retention=LOG_RETENTION)
+        self.role = iam.Role(
+            self,
+            "BuildRole",
+            description="Runs untrusted test builds: writes its own logs and nothing else",
+            assumed_by=iam.ServicePrincipal(
+                "codebuild.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+            ),
+        )
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        network = _IsolatedNetwork(self, "Network") if isolated else None
+        self.project = codebuild.Project(
+            self,
+            "TestBuilds",
+            description="agentledger test runs: one build per test run's inputs",
+            build_spec=codebuild.BuildSpec.from_object(BUILDSPEC),
+            environment=codebuild.BuildEnvironment(
+                build_image=codebuild.LinuxBuildImage.from_code_build_image_id(DEFAULT_IMAGE),
+                compute_type=codebuild.ComputeType[DEFAULT_COMPUTE.removeprefix("BUILD_GENERAL1_")],
+                privileged=False,
+            ),
+            timeout=Duration.minutes(timeout_minutes),
+            cache=codebuild.Cache.local(codebuild.LocalCacheMode.CUSTOM),
+            logging=codebuild.LoggingOptions(
+                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
+            ),
+            # The grants written above are the whole policy: none of the L2's defaults (log
+            # groups by name pattern, report groups) are added to it.
+            role=self.role.without_policy_updates(),
+            **(network.project_properties() if network else {}),
+        )
+        if network:
+            network.grant_interfaces(self.project, self.role)
+        # CodeBuild checks the role's permissions when the project is created.
+        self.project.node.add_dependency(self.role)
+        Validations.of(self.project).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-CB4",
+                reason="The project stores no artifacts (NO_ARTIFACTS) and its cache is local to "
+                "the build host; its only outputs leave through presigned S3 links into the "
+                "artifact bucket, which is encrypted by its own key policy.",
+            )
+        )
+
+
+class _IsolatedNetwork(Construct):
+    """Private subnets without a NAT or internet gateway; S3 through a gateway endpoint and
+    CloudWatch Logs through an interface endpoint, both on HTTPS only."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="builds", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+            ],
+            flow_logs={
+                "rejected": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+                        logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
+                    ),
+                    traffic_type=ec2.FlowLogTrafficType.REJECT,
+                )
+            },
+        )
+        self.vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3)
+        endpoint_group = ec2.SecurityGroup(
+            self, "EndpointGroup", vpc=self.vpc, allow_all_outbound=False,
+            description="CloudWatch Logs endpoint: HTTPS from test builds",
+        )
+        self.logs_endpoint = self.vpc.add_interface_endpoint(
+            "Logs",
+            service=ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+            security_groups=[endpoint_group],
+            open=False,
+        )
+        self.build_group = ec2.SecurityGroup(
+            self, "BuildGroup", vpc=self.vpc, allow_all_outbound=False,
+            description="Test builds: HTTPS to S3 and CloudWatch Logs endpoints only",
+        )
+        # The route tables, not this rule, are what keep builds in: the subnets' only routes are
+        # the VPC itself and S3's gateway endpoint. (S3's prefix list id is per region and would
+        # need a lookup that an environment-agnostic stack cannot make.)
+        self.build_group.add_egress_rule(ec2.Peer.any_ipv4(), HTTPS, "S3 through the gateway endpoint")
+        self.build_group.connections.allow_to(endpoint_group, HTTPS, "CloudWatch Logs endpoint")
+
+    def project_properties(self) -> dict[str, object]:
+        return {
+            "vpc": self.vpc,
+            "subnet_selection": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+            "security_groups": [self.build_group],
+        }
+
+    def grant_interfaces(self, project: codebuild.Project, role: iam.Role) -> None:
+        """The role is immutable to the project, so the network permissions the L2 would attach
+        are written here: describe calls have no resource scope; attaching an interface is
+        limited to this VPC's subnets and to CodeBuild."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(VPC_NETWORK_ACTIONS), resources=["*"])
+        )
+        stack = Stack.of(self)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ec2:CreateNetworkInterfacePermission"],
+                resources=[
+                    stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+                ],
+                conditions={
+                    "StringEquals": {
+                        "ec2:Subnet": [
+                            stack.format_arn(
+                                service="ec2", resource="subnet", resource_name=subnet.subnet_id
+                            )
+                            for subnet in self.vpc.isolated_subnets
+                        ],
+                        "ec2:AuthorizedService": "codebuild.amazonaws.com",
+                    }
+                },
+            )
+        )
+        Validations.of(role).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::*]",
+                reason="CodeBuild attaches a network interface for each build in the VPC; "
+                "ec2:Describe* and Create/DeleteNetworkInterface support no resource scope.",
+            ),
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
+                "<AWS::AccountId>:network-interface/*]",
+                reason="The interface does not exist before the build; the permission is limited "
+                "by condition to this VPC's subnets and to CodeBuild.",
+            ),
+        )
+        Validations.of(project.node.find_child("PolicyDocument")).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::*]",
+                reason="Never deployed: the L2's own network policy is attached to no role (the "
+                "project's role is immutable to it), so it is not synthesized; the statements "
+                "the role does get are the BuildRole's, acknowledged there.",
+            )
+        )

@@ -1,0 +1,140 @@
+"""Callers of the local API, as API Gateway's IAM authorization knows them: IAM users in moto,
+with access keys written to a credentials file as named profiles, and a SigV4 check of every
+request against moto's IAM. No header says who the caller is; the signature proves it.
+
+moto does not evaluate IAM policies, so the stack's managed policies are attached to the local
+users (as a person would attach them on AWS) but not enforced here. What the service enforces
+itself, separation of duties, holds locally exactly as on AWS."""
+from __future__ import annotations
+
+import configparser
+import hmac
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.iam.models import iam_backends
+
+from .profiles import LOCAL_REGION as REGION
+from .profiles import PROFILE_PREFIX
+
+SERVICE = "execute-api"
+# API Gateway refuses a signature dated more than five minutes from its clock.
+CLOCK_SKEW = timedelta(minutes=5)
+DUTIES = ("requester", "reviewer", "operator")
+_AUTHORIZATION = re.compile(
+    r"^AWS4-HMAC-SHA256 Credential=(?P<key>[A-Z0-9]{16,128})/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/"
+    r"(?P<service>[a-z0-9-]+)/aws4_request, ?SignedHeaders=(?P<headers>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})$")
+
+
+class SignatureRefused(Exception):
+    """A request API Gateway's IAM authorization would answer with 403; the message is its."""
+
+
+@dataclass(frozen=True)
+class LocalPrincipal:
+    duty: str
+    arn: str
+    access_key_id: str
+    secret_access_key: str
+
+    @property
+    def profile(self) -> str:
+        return f"{PROFILE_PREFIX}{self.duty}"
+
+
+def user_name(duty: str) -> str:
+    return f"{PROFILE_PREFIX}{duty}"
+
+
+def principal_arn(duty: str) -> str:
+    return f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:user/{user_name(duty)}"
+
+
+def create_principals(iam: Any, policy_arns: Mapping[str, str]) -> list[LocalPrincipal]:
+    """One IAM user per duty, with that duty's managed policy attached and a fresh access key."""
+    principals = []
+    for duty in DUTIES:
+        name = user_name(duty)
+        iam.create_user(UserName=name, Tags=[{"Key": "agentledger:duty", "Value": duty}])
+        if duty in policy_arns:
+            iam.attach_user_policy(UserName=name, PolicyArn=policy_arns[duty])
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        principals.append(LocalPrincipal(duty, principal_arn(duty), key["AccessKeyId"], key["SecretAccessKey"]))
+    return principals
+
+
+def write_profiles(directory: Path, principals: list[LocalPrincipal]) -> tuple[Path, Path]:
+    """A credentials file and a config file holding one named profile per principal, readable by
+    this user only. The requester is also `default`, so a plain `agentledger run` is signed."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    credentials, config = configparser.ConfigParser(), configparser.ConfigParser()
+    for principal in principals:
+        for section in [principal.profile] + (["default"] if principal.duty == "requester" else []):
+            credentials[section] = {"aws_access_key_id": principal.access_key_id,
+                                    "aws_secret_access_key": principal.secret_access_key}
+            config["default" if section == "default" else f"profile {section}"] = {"region": REGION}
+    paths = directory / "credentials", directory / "config"
+    for path, parser in zip(paths, (credentials, config)):
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            parser.write(file)
+    return paths
+
+
+def verify_signature(method: str, url: str, headers: Mapping[str, str], body: bytes,
+                     now: datetime | None = None) -> str:
+    """The ARN of the IAM user whose key signed this request, or SignatureRefused."""
+    lowered = {name.lower(): value for name, value in headers.items()}
+    authorization = lowered.get("authorization")
+    if not authorization:
+        raise SignatureRefused("Missing Authentication Token")
+    parsed = _AUTHORIZATION.match(authorization)
+    if parsed is None:
+        raise SignatureRefused("Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' "
+                               "(AWS4-HMAC-SHA256)")
+    if (parsed["region"], parsed["service"]) != (REGION, SERVICE):
+        raise SignatureRefused(f"Credential should be scoped to {REGION}/{SERVICE}, not "
+                               f"{parsed['region']}/{parsed['service']}")
+    amz_date = lowered.get("x-amz-date", "")
+    signed_at = _parse_amz_date(amz_date)
+    moment = now or datetime.now(timezone.utc)
+    if abs(moment - signed_at) > CLOCK_SKEW or not amz_date.startswith(parsed["date"]):
+        raise SignatureRefused(f"Signature expired: {amz_date} is now earlier than "
+                               f"{(moment - CLOCK_SKEW).strftime('%Y%m%dT%H%M%SZ')}")
+    signed = parsed["headers"].split(";")
+    if "host" not in signed or any(name not in lowered for name in signed):
+        raise SignatureRefused("SignedHeaders must include host and name only headers the request carries")
+    user, secret = _active_key(parsed["key"])
+    request = AWSRequest(method=method, url=url, data=body, headers={name: lowered[name] for name in signed})
+    request.context["timestamp"] = amz_date
+    signer = SigV4Auth(Credentials(parsed["key"], secret), SERVICE, REGION)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    if not hmac.compare_digest(expected, parsed["signature"]):
+        raise SignatureRefused("The request signature we calculated does not match the signature you provided. "
+                               "Check your AWS Secret Access Key and signing method.")
+    return user
+
+
+def _parse_amz_date(value: str) -> datetime:
+    try:
+        return datetime.strptime(value, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise SignatureRefused("Authorization requires a valid X-Amz-Date header (YYYYMMDD'T'HHMMSS'Z')") from None
+
+
+def _active_key(access_key_id: str) -> tuple[str, str]:
+    backend = iam_backends[DEFAULT_ACCOUNT_ID]["global"]
+    for user in backend.users.values():
+        for key in user.access_keys:
+            if key.access_key_id == access_key_id and key.status == "Active":
+                return user.arn, key.secret_access_key
+    raise SignatureRefused("The security token included in the request is invalid.")

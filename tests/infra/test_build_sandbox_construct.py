@@ -1,0 +1,185 @@
+"""The test-build sandbox: a CodeBuild project whose role writes its own logs and nothing else,
+started only by the verify function, optionally in a VPC with no route out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import App
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from agentledger.testrun.layout import BUILDSPEC, build_timeout_minutes
+from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS, build_app
+from infra.constructs.functions import TEST_BUILD_ACTIONS
+from infra.stack import AgentLedgerStack
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+
+# Services whose data or control a test build must never reach.
+FORBIDDEN_SERVICES = ("s3", "dynamodb", "states", "secretsmanager", "kms", "sts", "iam", "sns", "lambda",
+                      "codebuild", "ssm", "execute-api", "events")
+VPC_NETWORK_ACTIONS = {
+    "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:DescribeDhcpOptions",
+    "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs",
+}
+
+
+def _only(resources: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    ((logical_id, resource),) = resources.items()
+    return logical_id, resource
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    found: set[str] = set()
+    for statement in statements:
+        action = statement["Action"]
+        found.update(action if isinstance(action, list) else [action])
+    return found
+
+
+def _build_role(template: Template) -> tuple[str, dict[str, Any]]:
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    role_id = project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+    return role_id, template.find_resources("AWS::IAM::Role")[role_id]
+
+
+def _statements_of(template: Template, role_id: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, AgentLedgerStack, Template]:
+    app, stack = build_app(context={"isolatedTestBuilds": "true"}, outdir=tmp_path_factory.mktemp("cdk.isolated"))
+    return app, stack, Template.from_stack(stack)
+
+
+# --- the project ------------------------------------------------------------------------------
+
+def test_the_project_runs_the_layouts_buildspec_without_source_artifacts_or_privilege(template: Template) -> None:
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    properties = project["Properties"]
+    assert properties["Source"]["Type"] == "NO_SOURCE"
+    assert json.loads(properties["Source"]["BuildSpec"]) == BUILDSPEC
+    assert properties["Artifacts"] == {"Type": "NO_ARTIFACTS"}
+    assert properties["Environment"]["PrivilegedMode"] is False
+    assert properties["Environment"]["Image"] == "aws/codebuild/standard:7.0"
+    assert properties["Cache"] == {"Type": "LOCAL", "Modes": ["LOCAL_CUSTOM_CACHE"]}
+    assert properties["TimeoutInMinutes"] == build_timeout_minutes(DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS)
+    assert "VpcConfig" not in properties  # the default: isolatedTestBuilds is off
+
+
+def test_builds_log_to_their_own_group_kept_one_month(template: Template) -> None:
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    logs = project["Properties"]["LogsConfig"]["CloudWatchLogs"]
+    assert logs["Status"] == "ENABLED"
+    group = template.find_resources("AWS::Logs::LogGroup")[logs["GroupName"]["Ref"]]
+    assert group["Properties"]["RetentionInDays"] == 30
+
+
+# --- the build role, action by action -----------------------------------------------------------
+
+def test_the_build_role_is_assumed_by_codebuild_of_this_account_only(template: Template) -> None:
+    _, role = _build_role(template)
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "codebuild.amazonaws.com"}
+    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert "ManagedPolicyArns" not in role["Properties"]
+    assert "Policies" not in role["Properties"]
+
+
+def test_the_build_role_may_write_its_own_log_streams_and_nothing_else(template: Template) -> None:
+    role_id, _ = _build_role(template)
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    log_group = project["Properties"]["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
+    statements = _statements_of(template, role_id)
+    assert statements == [{
+        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [log_group, "Arn"]},
+    }]
+
+
+@pytest.mark.parametrize("service", FORBIDDEN_SERVICES)
+def test_the_build_role_cannot_touch_data_or_control(template: Template, isolated, service: str) -> None:
+    for synthesized in (template, isolated[2]):
+        role_id, _ = _build_role(synthesized)
+        assert {a for a in _actions(_statements_of(synthesized, role_id)) if a.startswith(f"{service}:")} == set()
+
+
+def test_only_the_verify_function_controls_builds_of_this_project(template: Template) -> None:
+    project_id, _ = _only(template.find_resources("AWS::CodeBuild::Project"))
+    functions = template.find_resources("AWS::Lambda::Function")
+    for name, function in functions.items():
+        statements = _statements_of(template, function["Properties"]["Role"]["Fn::GetAtt"][0])
+        codebuild = [s for s in statements if any(a.startswith("codebuild:") for a in _actions([s]))]
+        if name == "VerifyFunction":
+            assert _actions(codebuild) == set(TEST_BUILD_ACTIONS)
+            assert [s["Resource"] for s in codebuild] == [{"Fn::GetAtt": [project_id, "Arn"]}]
+        else:
+            assert codebuild == [], name
+    assert set(TEST_BUILD_ACTIONS) == {"codebuild:StartBuild", "codebuild:BatchGetBuilds",
+                                       "codebuild:ListBuildsForProject"}
+
+
+# --- isolatedTestBuilds ---------------------------------------------------------------------------
+
+def test_isolated_builds_run_in_subnets_with_no_route_out(isolated) -> None:
+    _, _, template = isolated
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    vpc_config = project["Properties"]["VpcConfig"]
+    assert len(vpc_config["Subnets"]) == 2
+    assert template.find_resources("AWS::EC2::NatGateway") == {}
+    assert template.find_resources("AWS::EC2::InternetGateway") == {}
+    assert template.find_resources("AWS::EC2::EgressOnlyInternetGateway") == {}
+    for route in template.find_resources("AWS::EC2::Route").values():
+        pytest.fail(f"unexpected route {route['Properties']}")
+    endpoints = {json.dumps(e["Properties"]["ServiceName"]): e["Properties"]["VpcEndpointType"]
+                 for e in template.find_resources("AWS::EC2::VPCEndpoint").values()}
+    assert sorted(endpoints.values()) == ["Gateway", "Interface"]
+    assert any(".s3" in name for name in endpoints) and any(".logs" in name for name in endpoints)
+
+
+def test_isolated_builds_may_open_https_only(isolated) -> None:
+    _, _, template = isolated
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    (group_ref,) = project["Properties"]["VpcConfig"]["SecurityGroupIds"]
+    group_id = group_ref["Fn::GetAtt"][0]
+    inline = template.find_resources("AWS::EC2::SecurityGroup")[group_id]["Properties"]["SecurityGroupEgress"]
+    separate = [r["Properties"] for r in template.find_resources("AWS::EC2::SecurityGroupEgress").values()
+                if r["Properties"]["GroupId"] == {"Fn::GetAtt": [group_id, "GroupId"]}]
+    assert inline + separate
+    assert all((rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 443, 443)
+               for rule in inline + separate)
+
+
+def test_isolated_builds_may_attach_interfaces_only_in_their_subnets(isolated) -> None:
+    _, _, template = isolated
+    role_id, _ = _build_role(template)
+    statements = _statements_of(template, role_id)
+    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents",
+                                    "ec2:CreateNetworkInterfacePermission"} | VPC_NETWORK_ACTIONS
+    (permission,) = [s for s in statements if s["Action"] == "ec2:CreateNetworkInterfacePermission"]
+    condition = permission["Condition"]["StringEquals"]
+    assert condition["ec2:AuthorizedService"] == "codebuild.amazonaws.com"
+    assert len(condition["ec2:Subnet"]) == 2
+
+
+def test_rejected_traffic_of_isolated_builds_is_logged(isolated) -> None:
+    _, _, template = isolated
+    (flow_log,) = template.find_resources("AWS::EC2::FlowLog").values()
+    assert flow_log["Properties"]["TrafficType"] == "REJECT"
+
+
+def test_the_isolated_stack_is_clean_for_cdk_nag(isolated) -> None:
+    app, stack, _ = isolated
+    report = AwsSolutionsChecks(app, verbose=True).validate_scope(stack)
+    findings = [f"{v.rule_name}: {r.construct_path}" for v in report.violations for r in v.violating_resources]
+    assert report.success and findings == []

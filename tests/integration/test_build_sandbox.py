@@ -1,0 +1,253 @@
+"""The local CodeBuild on moto: the project's buildspec runs in a subprocess sandbox, fetches its
+input and uploads its output through presigned links, and leaves nothing behind."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+import pytest
+from moto import mock_aws
+from moto.server import ThreadedMotoServer
+
+from agentledger.artifacts import ArtifactStore
+from agentledger.builds import CodeBuildBuilds
+from agentledger.models import BuildRequest, Stage
+from agentledger.states import BuildStatus
+from agentledger.testrun.config import load_config
+from agentledger.testrun.junit import summarize_junit
+from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES
+from agentledger.workflow.verification import OutputContents, package_inputs, read_output_archive
+from infra.local.codebuild import LocalCodeBuild, SandboxLimits
+
+pytestmark = pytest.mark.integration
+
+REGION = "us-east-1"
+# moto's backends are process-wide and the local runtime shares them: names unique per test
+BUCKET = f"agentledger-artifacts-sandbox-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class Finished:
+    status: BuildStatus
+    contents: OutputContents | None
+    log: str
+
+
+class Sandbox:
+    def __init__(self, endpoint: str, local: LocalCodeBuild, project: str) -> None:
+        self.local = local
+        self.work_root = local.work_root
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=BUCKET)
+        links = boto3.client("s3", region_name=REGION, endpoint_url=endpoint, config=Config(signature_version="s3v4"))
+        self.artifacts = ArtifactStore(BUCKET, s3, links)
+        codebuild = boto3.client("codebuild", region_name=REGION)
+        codebuild.create_project(name=project, source={"type": "NO_SOURCE", "buildspec": json.dumps(BUILDSPEC)},
+                                 artifacts={"type": "NO_ARTIFACTS"}, serviceRole="arn:aws:iam::123456789012:role/b",
+                                 environment={"type": "LINUX_CONTAINER", "image": "aws/codebuild/standard:7.0",
+                                              "computeType": "BUILD_GENERAL1_SMALL"})
+        self.codebuild = codebuild
+        self.builds = CodeBuildBuilds(project, codebuild)
+        self.count = 0
+
+    def start(self, repo: Path) -> str:
+        self.count += 1
+        config = load_config(repo)
+        files = {p.relative_to(repo).as_posix(): "" for p in repo.rglob("*") if p.is_file()}
+        archive = package_inputs(repo, files, {}, config)
+        ref = self.artifacts.put(f"run-{self.count}", Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
+        output_key = f"runs/run-{self.count}/verify/builds/output.tar.gz"  # read back by run()
+        build_id = self.builds.start(BuildRequest(
+            test_run=f"run-{self.count}/digest#1", input_url=self.artifacts.download_url(ref.key, 600),
+            output_grant=self.artifacts.upload_grant(output_key, OUTPUT_ARCHIVE_LIMIT_BYTES, 600),
+            image=config.image, compute=config.compute, timeout_minutes=5))
+        return build_id
+
+    def run(self, repo: Path, timeout_s: float = 120) -> Finished:
+        build_id = self.start(repo)
+        assert self.local.wait(build_id, timeout_s), "the build did not end"
+        status = self.builds.status(build_id)
+        assert status is not None
+        uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
+        [build] = [b for b in self.local.builds_for(f"run-{self.count}/")]
+        return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    with mock_aws():
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        local = LocalCodeBuild(tmp_path / "builds", tmp_path / "cache", SandboxLimits(cpu_seconds=120))
+        project = f"agentledger-test-builds-{uuid.uuid4().hex[:12]}"
+        undo = local.install(lambda name: name == project)
+        box = Sandbox(f"http://{host}:{port}", local, project)
+        try:
+            yield box
+        finally:
+            undo()
+            server.stop()
+
+
+def _repository(root: Path, test: str, *, timeout: int = 60, extra: str = "") -> Path:
+    root.mkdir(parents=True)
+    (root / "agentledger.toml").write_text(f"test = {json.dumps(test)}\ntimeout = {timeout}\n{extra}")
+    return root
+
+
+def test_the_code_under_test_sees_no_credentials_resource_names_or_grants(sandbox: Sandbox, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "host-secret-should-not-leak")
+    monkeypatch.setenv("LEDGER_TABLE_NAME", "ledger-table-should-not-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_should_not_leak")
+    repo = _repository(tmp_path / "repo", "python3 -c 'import os; print(sorted(os.environ.items()))'",
+                       extra='[env]\nDECLARED = "by-the-repository"\n')
+    finished = sandbox.run(repo)
+
+    assert finished.status == BuildStatus.SUCCEEDED, finished.log
+    assert finished.contents is not None and finished.contents.result is not None
+    output = finished.contents.output
+    assert "('DECLARED', 'by-the-repository')" in output and "('PATH'," in output
+    for leak in ("AWS_", "should-not-leak", "should_not_leak", BUCKET, "AGENTLEDGER_INPUT_URL",
+                 "AGENTLEDGER_OUTPUT_GRANT", "X-Amz", "Signature", "LEDGER_TABLE"):
+        assert leak not in output, leak
+
+
+def test_no_process_the_tests_started_outlives_the_build(sandbox: Sandbox, tmp_path: Path) -> None:
+    marker = f"{time.time_ns() % 100000}.5"
+    repo = _repository(tmp_path / "repo", f"(sleep 300{marker[-2:]} &) ; sleep {marker} & echo started")
+    finished = sandbox.run(repo)
+    assert finished.status == BuildStatus.SUCCEEDED, finished.log
+    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout
+    assert survivors == ""
+    assert list(sandbox.work_root.iterdir()) == []  # the build's directory is gone too
+
+
+def test_a_build_stopped_mid_suite_leaves_nothing_running(sandbox: Sandbox, tmp_path: Path) -> None:
+    marker = f"{time.time_ns() % 100000}.7"
+    # The driver runs the suite in a session of its own; stopping the build must still reach it.
+    build_id = sandbox.start(_repository(tmp_path / "repo", f"sleep 3{marker}"))
+    deadline = time.monotonic() + 30
+    while not _running(f"sleep 3{marker}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _running(f"sleep 3{marker}"), "the suite never started"
+
+    sandbox.codebuild.stop_build(id=build_id)
+
+    assert sandbox.local.wait(build_id, 30)
+    assert sandbox.builds.status(build_id) == BuildStatus.STOPPED
+    assert not _running(f"sleep 3{marker}")
+    assert list(sandbox.work_root.iterdir()) == []
+
+
+def _running(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout != ""
+
+
+def test_a_suite_past_its_timeout_is_killed_and_recorded_as_timed_out(sandbox: Sandbox, tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo", "echo begun; sleep 120", timeout=2)
+    started = time.monotonic()
+    finished = sandbox.run(repo)
+    assert time.monotonic() - started < 60
+    assert finished.contents is not None and finished.contents.result is not None
+    suite = finished.contents.result.test
+    assert suite is not None and suite.timed_out and suite.exit_code is None
+    assert "begun" in finished.contents.output
+
+
+def test_the_sandbox_limits_cpu_time(sandbox: Sandbox, tmp_path: Path) -> None:
+    sandbox.local.limits = SandboxLimits(cpu_seconds=1)
+    repo = _repository(tmp_path / "repo", "python3 -c 'while True: pass'")
+    finished = sandbox.run(repo)
+    assert finished.status == BuildStatus.SUCCEEDED, finished.log
+    assert finished.contents is not None and finished.contents.result is not None
+    suite = finished.contents.result.test
+    # Killed by the kernel (SIGXCPU) after one second of CPU, long before the 60 s timeout.
+    assert suite is not None and not suite.timed_out and suite.exit_code not in (0, None)
+
+
+def test_a_started_build_can_be_found_by_its_test_run(sandbox: Sandbox, tmp_path: Path) -> None:
+    finished = sandbox.run(_repository(tmp_path / "repo", "true"))
+    assert finished.status == BuildStatus.SUCCEEDED
+    assert sandbox.builds.find("run-1/digest#1") is not None
+    assert sandbox.builds.find("run-9/other#1") is None
+
+
+def _wheel(wheelhouse: Path, name: str, version: str, module_source: str) -> Path:
+    """A pure-Python wheel written by hand, so the test needs no index and no build backend."""
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    dist_info = f"{name}-{version}.dist-info"
+    path = wheelhouse / f"{name}-{version}-py3-none-any.whl"
+    files = {f"{name}/__init__.py": module_source,
+             f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{file},,\n" for file in files) + f"{dist_info}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as archive:
+        for file, text in {**files, f"{dist_info}/RECORD": record}.items():
+            archive.writestr(file, text)
+    return path
+
+
+def test_a_python_repository_runs_on_its_own_dependencies_cached_by_their_digest(sandbox: Sandbox,
+                                                                                 tmp_path: Path) -> None:
+    wheelhouse = tmp_path / "wheelhouse"
+    _wheel(wheelhouse, "onlyhere", "1.0", "ANSWER = 42\n")
+    with pytest.raises(ImportError):
+        __import__("onlyhere")  # agentledger's own environment does not have it
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "requirements.txt").write_text("onlyhere==1.0\n")
+    (repo / "tests" / "test_dependency.py").write_text(
+        "import sys, unittest\nimport onlyhere\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_answer(self):\n        self.assertEqual(onlyhere.ANSWER, 42)\n"
+        "    def test_own_venv(self):\n        self.assertNotEqual(sys.prefix, sys.base_prefix)\n")
+    (repo / "agentledger.toml").write_text(
+        'test = "python -m unittest discover -s tests -v"\n'
+        f'[env]\nPIP_NO_INDEX = "1"\nPIP_FIND_LINKS = "{wheelhouse}"\n')
+
+    first, second = sandbox.run(repo), sandbox.run(repo)
+
+    for finished in (first, second):
+        assert finished.contents is not None and finished.contents.result is not None, finished.log
+        assert finished.contents.result.install.exit_code == 0, finished.contents.output
+        suite = finished.contents.result.test
+        assert suite is not None and suite.exit_code == 0, finished.contents.output
+        assert "Ran 2 tests" in finished.contents.output
+    assert first.contents is not None and second.contents is not None
+    assert (first.contents.result.install.cache_hit, second.contents.result.install.cache_hit) == (False, True)
+    assert "onlyhere" in first.contents.output and "Processing" in first.contents.output
+    assert "Processing" not in second.contents.output  # the cached environment was not reinstalled
+
+
+def test_a_node_repository_runs_node_test_and_reports_junit_counts(sandbox: Sandbox, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "package.json").write_text(json.dumps({"name": "adder", "version": "1.0.0",
+                                                   "scripts": {"test": "node --test"}}))
+    (repo / "package-lock.json").write_text(json.dumps({
+        "name": "adder", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+        "packages": {"": {"name": "adder", "version": "1.0.0"}}}))
+    (repo / "adder.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\n"
+        "test('adds', () => assert.equal(1 + 1, 2));\n"
+        "test('subtracts', () => assert.equal(2 - 1, 5));\n")
+
+    finished = sandbox.run(repo)
+
+    assert finished.contents is not None and finished.contents.result is not None, finished.log
+    assert finished.contents.result.install.exit_code == 0, finished.contents.output
+    suite = finished.contents.result.test
+    assert suite is not None and suite.exit_code not in (0, None)
+    counts = summarize_junit(finished.contents.junit)
+    assert (counts.tests, counts.passed, counts.failed) == (2, 1, 1)
+    assert [name for name in counts.failing if "subtracts" in name], counts.failing

@@ -1,0 +1,194 @@
+"""The verify stage's test build on the in-memory adapters: one build per set of inputs, polled
+until it ends, found again after a crash, and read into results a person can act on."""
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import faults
+from agentledger.errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
+from agentledger.faults import SimulatedCrash
+from agentledger.models import BuildRequest, Stage, StageStatus
+from agentledger.restart import classify
+from agentledger.testrun import layout
+from agentledger.workflow.verification import read_output_archive
+from tests.fakes.world import World, build_world
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path)
+
+
+def _to_verify(world: World) -> tuple[str, str]:
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
+    return run_id, execution
+
+
+def _artifact(world: World, run_id: str, name: str) -> Any:
+    ledger = world.ledger.load(run_id)
+    [ref] = [a for a in ledger.artifacts if a.name == name and a.key in ledger.stages["verify"].outputs]
+    return world.artifacts.get_json(ref) if name.endswith(".json") else world.artifacts.get(ref)
+
+
+class CrashOnce:
+    def __init__(self, point: str) -> None:
+        self.point, self.fired = point, False
+
+    def should_crash(self, run_id: str, stage: str, point: str, execution: str) -> bool:
+        if point == self.point and not self.fired:
+            self.fired = True
+            return True
+        return False
+
+
+@pytest.fixture
+def crash_once() -> Any:
+    def arm(point: str) -> CrashOnce:
+        injector = CrashOnce(point)
+        faults.install(injector)
+        return injector
+
+    yield arm
+    faults.install(None)
+
+
+def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> None:
+    world.builds.polls_before_done = 2
+    run_id, execution = _to_verify(world)
+    outcomes = [world.workflow.run_stage(Stage.VERIFY, run_id, execution) for _ in range(3)]
+
+    assert [o["done"] for o in outcomes] == [False, False, True]
+    assert all(o["poll_after_s"] >= 2 for o in outcomes[:2])
+    assert len(world.builds.started) == 1
+    ledger = world.ledger.load(run_id)
+    assert ledger.stages["verify"].status == StageStatus.COMPLETE
+    assert ledger.stages["verify"].attempt == 1  # polls are not attempts
+    assert "test_run" in ledger.evidence
+    results = _artifact(world, run_id, "test-results.json")
+    assert (results["tests"], results["passed"], results["failed"]) == (2, 2, 0)
+    report = _artifact(world, run_id, "command.json")
+    assert report["outcome"] == "passed" and report["counts"]["passed"] == 2
+    assert _artifact(world, run_id, "test-config.json")["ecosystem"] == "python"
+
+
+def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World) -> None:
+    run_id, execution = _to_verify(world)
+    world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    [request] = world.builds.started
+    [test_run] = world.ledger.load(run_id).test_runs.values()
+    assert request.input_url.endswith(test_run.input.key)
+    assert request.output_grant["fields"] == {"key": test_run.output_key}
+    assert request.output_grant["max_bytes"] == layout.OUTPUT_ARCHIVE_LIMIT_BYTES
+    assert request.test_run == f"{run_id}/{test_run.digest}#1"
+    # The input is the repository with the tests written in, plus the driver and the configuration.
+    with tarfile.open(fileobj=io.BytesIO(world.artifacts.objects[test_run.input.key])) as archive:
+        names = set(archive.getnames())
+    assert {layout.DRIVER_FILE, layout.CONFIG_FILE, "repository/textkit/slug.py", "repository/pyproject.toml"} <= names
+    assert any(name.startswith("repository/agentledger_tests/test_") for name in names)
+
+
+def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, crash_once: Any) -> None:
+    world.builds.polls_before_done = 1
+    run_id, execution = _to_verify(world)
+    crash_once("build_running")
+    with pytest.raises(SimulatedCrash):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    while not world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]:
+        pass
+    assert len(world.builds.started) == 1
+    assert world.ledger.load(run_id).stages["verify"].status == StageStatus.COMPLETE
+
+
+def test_a_build_started_whose_id_was_never_recorded_is_found_not_started_twice(world: World) -> None:
+    run_id, execution = _to_verify(world)
+    builds = world.builds
+    original = builds.start
+
+    def start_then_die(request: BuildRequest) -> str:
+        original(request)
+        raise SimulatedCrash("killed before CodeBuild's answer was recorded")
+
+    builds.start = start_then_die  # type: ignore[method-assign]
+    with pytest.raises(SimulatedCrash):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    builds.start = original  # type: ignore[method-assign]
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert len(builds.started) == 1
+
+
+def test_a_crash_after_the_results_were_read_reuses_them(world: World, crash_once: Any) -> None:
+    run_id, execution = _to_verify(world)
+    crash_once("after_artifacts")
+    with pytest.raises(SimulatedCrash):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert len(world.builds.started) == 1
+
+
+@pytest.mark.parametrize(("outcome", "error", "says"), [
+    ("fail", VerificationFailedError, "exited 1: 1 failed, 0 errored of 2"),
+    ("timeout", VerificationFailedError, "killed after the 900 s timeout"),
+    ("no_tests", NoTestsRanError, "exited 0 but executed no test"),
+    ("nothing_collected", NoTestsRanError, "exited 5 but executed no test"),
+    ("install_timeout", VerificationFailedError, "installing the repository's dependencies was killed after the 900 s"),
+    ("no_upload", VerificationFailedError, "test build failed: the build uploaded no results"),
+])
+def test_what_is_not_a_pass_is_recorded_and_raised(world: World, outcome: str, error: type, says: str) -> None:
+    world.builds.outcome = outcome  # type: ignore[assignment]
+    run_id, execution = _to_verify(world)
+    with pytest.raises(error, match=says):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    ledger = world.ledger.load(run_id)
+    assert ledger.stages["verify"].status == StageStatus.FAILED
+    assert "test_run" not in ledger.evidence
+    assert _artifact(world, run_id, "command.json")["passed"] is False
+
+
+def test_an_empty_suite_is_handed_to_a_person_with_the_reason() -> None:
+    verdict = classify("NoTestsRanError", "", 0, 3)
+    assert verdict.action == "handoff" and "no test executed" in verdict.reason
+
+
+def test_an_invalid_repository_configuration_stops_verify_with_the_file_and_key(world: World) -> None:
+    (world.repo / "agentledger.toml").write_text("timeout = 'soon'\n")
+    run_id, execution = _to_verify(world)
+    with pytest.raises(TestConfigurationError, match="agentledger.toml.*timeout"):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    assert world.builds.started == []
+
+
+def test_a_timeout_above_the_deployment_limit_is_refused_before_any_build(world: World) -> None:
+    (world.repo / "agentledger.toml").write_text("timeout = 7200\n")
+    run_id, execution = _to_verify(world)
+    with pytest.raises(TestConfigurationError, match="7200 s test timeout.*at most 3600 s"):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    assert world.builds.started == []
+
+
+def test_the_build_timeout_covers_install_and_tests_within_codebuild_bounds() -> None:
+    assert layout.build_timeout_minutes(60) == 12
+    assert layout.build_timeout_minutes(1) == 11
+    assert layout.build_timeout_minutes(8 * 3600) == 970
+    assert layout.build_timeout_minutes(100 * 3600) == 2160
+
+
+def test_an_uploaded_archive_is_read_with_bounds_and_anything_unexpected_is_ignored() -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in {"../escape.txt": b"x", "junit/a.xml": b"<testsuite/>", "output.txt": b"tail"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    contents = read_output_archive(buffer.getvalue())
+    assert contents.result is None and "no result.json" in (contents.problem or "")
+    assert contents.junit == {"a.xml": b"<testsuite/>"} and contents.output == "tail"
+    assert "not a readable archive" in (read_output_archive(b"not a tarball").problem or "")
+

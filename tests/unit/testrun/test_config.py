@@ -1,0 +1,278 @@
+"""The test-run configuration a repository's files give: detected defaults, explicit overrides,
+and the refusals that keep an untrusted repository's values bounded."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentledger.testrun.config import (
+    DEFAULT_IMAGE, DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, ConfigError, TestRunConfig, describe, load_config,
+)
+
+pytestmark = pytest.mark.unit
+
+PYTEST = 'python -m pytest -p no:cacheprovider --junitxml="$AGENTLEDGER_RESULTS/junit/pytest.xml"'
+NODE_RUNNER = ("npm test -- --test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit"
+               ' --test-reporter-destination="$AGENTLEDGER_RESULTS/junit/node.xml"')
+
+
+def repository(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def explicit(root: Path, text: str) -> Path:
+    return repository(root, {"agentledger.toml": text})
+
+
+def refusal(root: Path) -> str:
+    with pytest.raises(ConfigError) as raised:
+        load_config(root)
+    return str(raised.value)
+
+
+# --- detected defaults ------------------------------------------------------------------------
+
+def test_python_installs_requirements_then_the_project_with_its_test_extras(tmp_path: Path) -> None:
+    repository(tmp_path, {
+        "requirements.txt": "requests\n",
+        "requirements/test.txt": "hypothesis\n",
+        "pyproject.toml": '[project]\nname = "x"\n[project.optional-dependencies]\n'
+                          'dev = ["ruff"]\ntest = ["pytest"]\ndocs = ["sphinx"]\n',
+    })
+    assert load_config(tmp_path) == TestRunConfig(
+        ecosystem="python", source="detected",
+        install=["python -m pip install -r requirements.txt",
+                 "python -m pip install -r requirements/test.txt",
+                 "python -m pip install '.[test,dev]'",
+                 "python -m pip install pytest"],
+        test=PYTEST, timeout_s=DEFAULT_TIMEOUT_S, junit=[], env={}, virtualenv=True,
+        cache_key_files=["pyproject.toml", "requirements.txt", "requirements/test.txt"],
+        image=DEFAULT_IMAGE, compute="BUILD_GENERAL1_SMALL",
+    )
+
+
+def test_python_reads_test_extras_from_setup_cfg(tmp_path: Path) -> None:
+    repository(tmp_path, {"setup.cfg": "[metadata]\nname = x\n[options.extras_require]\n"
+                                       "testing = pytest\nother = six\n"})
+    config = load_config(tmp_path)
+    assert config.install == ["python -m pip install '.[testing]'", "python -m pip install pytest"]
+    assert config.cache_key_files == ["setup.cfg"]
+
+
+def test_python_project_without_test_extras_is_installed_plainly(tmp_path: Path) -> None:
+    repository(tmp_path, {"setup.py": "from setuptools import setup\nsetup()\n"})
+    assert load_config(tmp_path).install == ["python -m pip install .", "python -m pip install pytest"]
+
+
+def test_python_requirements_alone_do_not_install_the_project(tmp_path: Path) -> None:
+    repository(tmp_path, {"requirements.txt": "", "dev-requirements.txt": ""})
+    config = load_config(tmp_path)
+    assert config.install == ["python -m pip install -r requirements.txt",
+                              "python -m pip install -r dev-requirements.txt",
+                              "python -m pip install pytest"]
+    assert config.cache_key_files == ["requirements.txt", "dev-requirements.txt"]
+
+
+def test_plain_python_modules_are_a_python_project_run_on_pytest(tmp_path: Path) -> None:
+    repository(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n"})
+    config = load_config(tmp_path)
+    assert (config.ecosystem, config.install, config.test) == ("python", ["python -m pip install pytest"], PYTEST)
+    assert config.cache_key_files == []
+
+
+def test_python_modules_deeper_than_two_levels_are_not_detected(tmp_path: Path) -> None:
+    repository(tmp_path, {"docs/examples/conf.py": "", "README.md": "hello"})
+    assert refusal(tmp_path).startswith("no test configuration found")
+
+
+def test_node_without_a_lock_file_runs_npm_install(tmp_path: Path) -> None:
+    repository(tmp_path, {"package.json": json.dumps({"scripts": {"test": "jest"}})})
+    config = load_config(tmp_path)
+    assert (config.ecosystem, config.install, config.test) == ("node", ["npm install"], "npm test")
+    assert config.junit == ["junit.xml", "reports/*.xml", "test-results/*.xml"]
+    assert config.cache_key_files == ["package.json"]
+    assert config.virtualenv is False
+
+
+def test_node_with_a_lock_file_and_the_node_test_runner_asks_for_junit(tmp_path: Path) -> None:
+    repository(tmp_path, {"package.json": json.dumps({"scripts": {"test": "node --test test/"}}),
+                          "package-lock.json": "{}"})
+    config = load_config(tmp_path)
+    assert (config.install, config.test) == (["npm ci"], NODE_RUNNER)
+    assert config.cache_key_files == ["package.json", "package-lock.json"]
+
+
+def test_maven_wins_over_the_other_markers(tmp_path: Path) -> None:
+    repository(tmp_path, {"pom.xml": "<project/>", "package.json": "{}", "requirements.txt": ""})
+    config = load_config(tmp_path)
+    assert (config.ecosystem, config.install, config.test) == ("maven", [], "mvn -B test")
+    assert config.junit == ["target/surefire-reports/TEST-*.xml", "*/target/surefire-reports/TEST-*.xml"]
+    assert (config.cache_key_files, config.virtualenv) == (["pom.xml"], False)
+
+
+def test_a_test_command_alone_makes_a_custom_build(tmp_path: Path) -> None:
+    explicit(tmp_path, 'test = "make check"\n')
+    config = load_config(tmp_path)
+    assert (config.ecosystem, config.source, config.test) == ("custom", "agentledger.toml", "make check")
+    assert (config.install, config.junit, config.cache_key_files, config.virtualenv) == ([], [], [], False)
+
+
+# --- explicit configuration -------------------------------------------------------------------
+
+def test_pyproject_table_overrides_the_detected_defaults_key_by_key(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n[tool.agentledger]\ntimeout = 120\n'
+                                            'junit = "out/*.xml"\nenv = { DJANGO_SETTINGS = "t" }\n'
+                                            'compute = "BUILD_GENERAL1_LARGE"\n'
+                                            'image = "public.ecr.aws/x/y:1.2@sha256:ab"\n'})
+    config = load_config(tmp_path)
+    assert config.source == "pyproject.toml [tool.agentledger]"
+    assert (config.timeout_s, config.junit, config.env) == (120, ["out/*.xml"], {"DJANGO_SETTINGS": "t"})
+    assert (config.compute, config.image) == ("BUILD_GENERAL1_LARGE", "public.ecr.aws/x/y:1.2@sha256:ab")
+    assert (config.test, config.install) == (PYTEST, ["python -m pip install .",
+                                                      "python -m pip install pytest"])
+
+
+def test_agentledger_toml_wins_and_the_pyproject_table_is_ignored(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n[tool.agentledger]\ntimeout = 5\n'
+                                            'bogus = 1\n'})
+    explicit(tmp_path, 'install = "make deps"\n')
+    config = load_config(tmp_path)
+    assert (config.source, config.install, config.timeout_s) == ("agentledger.toml", ["make deps"],
+                                                                 DEFAULT_TIMEOUT_S)
+
+
+def test_an_explicit_test_command_drops_the_pytest_install(tmp_path: Path) -> None:
+    repository(tmp_path, {"requirements.txt": ""})
+    explicit(tmp_path, 'test = "python -m unittest"\n')
+    config = load_config(tmp_path)
+    assert (config.ecosystem, config.test) == ("python", "python -m unittest")
+    assert config.install == ["python -m pip install -r requirements.txt"]
+
+
+def test_a_forced_ecosystem_replaces_detection(tmp_path: Path) -> None:
+    repository(tmp_path, {"package.json": "{}"})
+    explicit(tmp_path, 'ecosystem = "python"\n')
+    config = load_config(tmp_path)
+    assert (config.ecosystem, config.test, config.virtualenv) == ("python", PYTEST, True)
+
+
+def test_describe_names_what_the_build_will_run(tmp_path: Path) -> None:
+    explicit(tmp_path, 'install = ["make a", "make b"]\ntest = "make check"\ntimeout = 60\n')
+    assert describe(load_config(tmp_path)) == (
+        "ecosystem: custom (agentledger.toml)\ninstall:\n  make a\n  make b\n"
+        "test: make check\ntimeout: 60 s each for install and test")
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+def test_nothing_to_run_names_what_was_looked_for(tmp_path: Path) -> None:
+    repository(tmp_path, {"README.md": "hello"})
+    assert refusal(tmp_path) == (
+        "no test configuration found: looked for pom.xml, package.json, pyproject.toml, setup.py, "
+        "setup.cfg, requirements.txt, Python modules at the top two levels and a `test` command in agentledger.toml or "
+        "pyproject.toml [tool.agentledger]; add agentledger.toml with a `test` command")
+
+
+def test_a_forced_custom_ecosystem_needs_a_test_command(tmp_path: Path) -> None:
+    explicit(tmp_path, 'ecosystem = "custom"\n')
+    assert refusal(tmp_path) == "agentledger.toml, key `test`: the custom ecosystem needs a `test` command"
+
+
+def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": "[tool.agentledger]\ntests = 'pytest'\n"})
+    assert refusal(tmp_path) == (
+        "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
+        "accepted keys: compute, ecosystem, env, image, install, junit, test, timeout")
+
+
+def test_invalid_toml_names_the_file_and_the_parser_message(tmp_path: Path) -> None:
+    explicit(tmp_path, "test = \n")
+    message = refusal(tmp_path)
+    assert message.startswith("agentledger.toml is not valid TOML: ")
+    assert "line 1" in message
+
+
+def test_invalid_pyproject_is_refused_even_beside_agentledger_toml(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": "[project\n"})
+    explicit(tmp_path, 'test = "make"\n')
+    assert refusal(tmp_path).startswith("pyproject.toml is not valid TOML: ")
+
+
+def test_invalid_package_json_is_refused(tmp_path: Path) -> None:
+    repository(tmp_path, {"package.json": "{ not json"})
+    assert refusal(tmp_path).startswith("package.json is not valid JSON: ")
+
+
+def test_a_pyproject_agentledger_entry_that_is_not_a_table_is_refused(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": 'tool = { agentledger = "yes" }\n'})
+    assert refusal(tmp_path) == "pyproject.toml: `tool.agentledger` must be a table"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('ecosystem = "rust"', "key `ecosystem`: 'rust' is not one of python, node, maven, custom"),
+    ('compute = "HUGE"', "key `compute`: 'HUGE' is not one of BUILD_GENERAL1_SMALL, "
+                         "BUILD_GENERAL1_MEDIUM, BUILD_GENERAL1_LARGE, BUILD_GENERAL1_XLARGE, "
+                         "BUILD_GENERAL1_2XLARGE"),
+    ("install = 3", "key `install`: must be a string or a list of strings"),
+    ('install = ["ok", 1]', "key `install`: must be a string or a list of strings"),
+    (f"install = {json.dumps(['x'] * 21)}", "key `install`: at most 20 entries are accepted, not 21"),
+    (f'install = "{"x" * 4097}"', "key `install`: a command is longer than 4096 characters"),
+    ('install = ["  "]', "key `install`: a command must not be empty"),
+    ("test = ['a']", "key `test`: must be a string"),
+    ('test = ""', "key `test`: a command must not be empty"),
+    (f'test = "{"x" * 4097}"', "key `test`: a command is longer than 4096 characters"),
+    ('timeout = "60"', "key `timeout`: must be an integer number of seconds"),
+    ("timeout = true", "key `timeout`: must be an integer number of seconds"),
+    ("timeout = 0", f"key `timeout`: 0 is outside 1..{MAX_TIMEOUT_S} seconds"),
+    (f"timeout = {MAX_TIMEOUT_S + 1}", f"key `timeout`: {MAX_TIMEOUT_S + 1} is outside 1..{MAX_TIMEOUT_S} seconds"),
+    ('junit = "../out/*.xml"', "key `junit`: '../out/*.xml' must be a path relative to the repository "
+                               "root, without `..`"),
+    ('junit = ["a/../../b.xml"]', "key `junit`: 'a/../../b.xml' must be a path relative to the "
+                                  "repository root, without `..`"),
+    ('junit = "/tmp/*.xml"', "key `junit`: '/tmp/*.xml' must be a path relative to the repository "
+                             "root, without `..`"),
+    (f"junit = {json.dumps(['a.xml'] * 21)}", "key `junit`: at most 20 entries are accepted, not 21"),
+    ('env = "A=1"', "key `env`: must be a table of names to strings"),
+    ("env = { lower = 'x' }", "key `env`: 'lower' is not a variable name ([A-Z_][A-Z0-9_]{0,127})"),
+    ("env = { AWS_REGION = 'x' }", "key `env.AWS_REGION`: AWS_REGION is set by the sandbox and "
+                                   "cannot be declared"),
+    ("env = { AGENTLEDGER_RESULTS = 'x' }", "key `env.AGENTLEDGER_RESULTS`: AGENTLEDGER_RESULTS is set "
+                                            "by the sandbox and cannot be declared"),
+    ("env = { PATH = '/evil' }", "key `env.PATH`: PATH is set by the sandbox and cannot be declared"),
+    ("env = { PYTHONPATH = 'x' }", "key `env.PYTHONPATH`: PYTHONPATH is set by the sandbox and "
+                                   "cannot be declared"),
+    ("env = { DEBUG = 1 }", "key `env.DEBUG`: the value must be a string"),
+    (f"env = {{ BIG = '{'x' * 4097}' }}", "key `env.BIG`: the value is longer than 4096 characters"),
+    ("env = { " + ", ".join(f"V{i} = 'x'" for i in range(51)) + " }",
+     "key `env`: at most 50 variables are accepted"),
+    ('image = "bad image"', "key `image`: must be an image name of at most 256 characters matching "
+                            "[A-Za-z0-9][A-Za-z0-9._/:@-]*"),
+    (f'image = "{"a" * 257}"', "key `image`: must be an image name of at most 256 characters matching "
+                               "[A-Za-z0-9][A-Za-z0-9._/:@-]*"),
+])
+def test_explicit_values_out_of_bounds_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    explicit(tmp_path, f'test = "make check"\n{text}\n' if not text.startswith("test") else f"{text}\n")
+    assert refusal(tmp_path) == f"agentledger.toml, {message}"
+
+
+def test_a_long_unknown_key_is_cut_short_in_the_message(tmp_path: Path) -> None:
+    explicit(tmp_path, f'{"k" * 500} = 1\n')
+    message = refusal(tmp_path)
+    assert message.startswith("agentledger.toml: unknown key 'kkk")
+    assert len(message) < 250
+
+
+def test_a_configuration_file_that_is_a_link_is_refused_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "agentledger.toml").symlink_to("/dev/zero")
+    assert "agentledger.toml is a symbolic link" in refusal(tmp_path)
+
+
+def test_an_oversized_configuration_file_is_refused(tmp_path: Path) -> None:
+    explicit(tmp_path, "# padding\n" * 200_000)
+    assert "larger than" in refusal(tmp_path)
