@@ -24,6 +24,9 @@ DEFAULT_REVIEW_ALARM_SECONDS = 86400  # alarm when a review has waited longer th
 DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS = 3600  # the most a repository's test `timeout` may ask for
 DEFAULT_ISOLATED_TEST_BUILDS = False  # run test builds in a VPC without a route out
 DEFAULT_ALLOW_SELF_APPROVAL = False  # let the principal that requested a run approve it
+DEFAULT_GITHUB_BASE_BRANCH = "main"  # the branch pull requests are opened against
+DEFAULT_REVIEW_EMPTY_PLANS = False  # ask a person to review a plan that writes nothing
+DEFAULT_AGENT = ""  # "package.module:factory" of a custom agent; "" is the reference agent
 
 
 def _context(app: App, key: str, default: Any) -> Any:
@@ -70,6 +73,7 @@ def build_app(
         environment_name=_context(app, "environment", "") or DEFAULT_ENVIRONMENT_NAME,
         github_api_url=_context(app, "githubApiUrl", "") or DEFAULT_GITHUB_API_URL,
         github_repository=str(_context(app, "githubRepository", DEFAULT_GITHUB_REPOSITORY)),
+        github_base_branch=str(_context(app, "githubBaseBranch", "") or DEFAULT_GITHUB_BASE_BRANCH),
         review_alarm_seconds=_positive_int(
             "reviewAlarmSeconds", _context(app, "reviewAlarmSeconds", DEFAULT_REVIEW_ALARM_SECONDS)
         ),
@@ -83,6 +87,10 @@ def build_app(
         allow_self_approval=_flag(
             "allowSelfApproval", _context(app, "allowSelfApproval", DEFAULT_ALLOW_SELF_APPROVAL)
         ),
+        review_empty_plans=_flag(
+            "reviewEmptyPlans", _context(app, "reviewEmptyPlans", DEFAULT_REVIEW_EMPTY_PLANS)
+        ),
+        agent_spec=str(_context(app, "agent", DEFAULT_AGENT)),
     )
     # cdk-nag 3 is a policy-validation plugin: any unacknowledged finding fails the synth and
     # prints the report.

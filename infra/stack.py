@@ -31,6 +31,9 @@ class AgentLedgerStack(Stack):
         test_timeout_limit_seconds: int,
         isolated_test_builds: bool,
         allow_self_approval: bool = False,
+        github_base_branch: str = "main",
+        review_empty_plans: bool = False,
+        agent_spec: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -41,6 +44,7 @@ class AgentLedgerStack(Stack):
             "Notifications",
             github_api_url=github_api_url,
             github_repository=github_repository,
+            github_base_branch=github_base_branch,
         )
         build_sandbox = BuildSandbox(
             self,
@@ -57,6 +61,8 @@ class AgentLedgerStack(Stack):
             test_timeout_limit_seconds=test_timeout_limit_seconds,
             environment_name=environment_name,
             allow_self_approval=allow_self_approval,
+            review_empty_plans=review_empty_plans,
+            agent_spec=agent_spec,
         )
         workflow = Workflow(self, "Workflow", functions=functions)
         functions.connect_state_machine(workflow.state_machine)

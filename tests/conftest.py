@@ -21,8 +21,9 @@ def sample_repo(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     """One local stack per test worker; runs are independent, so tests share it."""
+    # The agent is chosen as a user chooses it: the `agent` context key of the synthesized stack.
     local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
-                         extra_environment={"AGENTLEDGER_AGENT": counting_agent.SPEC}).start()
+                         context={"agent": counting_agent.SPEC}).start()
     yield local
     local.stop()
 

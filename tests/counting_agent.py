@@ -35,9 +35,9 @@ class CountingAgent(ReferenceAgent):
         _count("inspect", snapshot.root)
         return super().inspect(snapshot)
 
-    def plan(self, inventory: Any, snapshot: Any) -> Any:
+    def plan(self, inventory: Any, snapshot: Any, brief: Any) -> Any:
         _count("plan", snapshot.root)
-        return super().plan(inventory, snapshot)
+        return super().plan(inventory, snapshot, brief)
 
     def execute(self, plan: Any, snapshot: Any, workspace: Any) -> Any:
         _count("execute", workspace)

@@ -34,6 +34,12 @@ class Driver:
         assert response.status == 200, response.body
         return response.json()
 
+    def artifact_bytes(self, run_id: str, name: str) -> bytes:
+        """The newest artifact of that name the run's view lists, read from the artifact bucket."""
+        artifact = [a for a in self.view(run_id)["artifacts"] if a["name"] == name][-1]
+        s3 = self.runtime.client("s3")
+        return s3.get_object(Bucket=self.runtime.output("ArtifactBucketName"), Key=artifact["key"])["Body"].read()
+
     def wait(self, run_id: str, execution: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
         """Until the run settles: its execution finished, or it waits for a review."""
         deadline = time.monotonic() + timeout_s

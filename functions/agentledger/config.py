@@ -26,6 +26,8 @@ class Settings:
     notification_topic_arn: str | None = None
     github_api_url: str = "https://api.github.com"
     github_repository: str | None = None
+    # The branch pull requests are opened against; their commit builds on its head.
+    github_base_branch: str = "main"
     github_token_secret_arn: str | None = None
     receiver_timeout_s: float = 5.0
     test_build_project: str | None = None
@@ -41,6 +43,9 @@ class Settings:
     # Directories under which a local repository may lie. Only the local runtime sets them; on
     # AWS the functions read uploaded tarballs only.
     local_repository_roots: tuple[Path, ...] = ()
+    # A plan that writes nothing ends the run as `nothing_to_do`, unless this asks a person to
+    # review it anyway (the reviewEmptyPlans context key).
+    review_empty_plans: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -53,11 +58,12 @@ class Settings:
             # Lambda can only write under /tmp; the local runtime points this elsewhere.
             workspace_root=Path(os.environ.get("AGENTLEDGER_WORKSPACE_ROOT", "/tmp/agentledger")),
             max_replans=int(os.environ.get("AGENTLEDGER_MAX_REPLANS", "3")),
-            agent_spec=os.environ.get("AGENTLEDGER_AGENT"),
+            agent_spec=os.environ.get("AGENTLEDGER_AGENT") or None,
             notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN") or None,
             github_api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com",
             github_repository=os.environ.get("GITHUB_REPOSITORY") or None,
             github_token_secret_arn=os.environ.get("GITHUB_TOKEN_SECRET_ARN") or None,
+            github_base_branch=os.environ.get("GITHUB_BASE_BRANCH") or "main",
             receiver_timeout_s=float(os.environ.get("AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS", "5")),
             test_build_project=os.environ.get("TEST_BUILD_PROJECT_NAME") or None,
             test_timeout_limit_s=int(os.environ.get("AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "3600")),
@@ -65,6 +71,7 @@ class Settings:
             allow_self_approval=os.environ.get("AGENTLEDGER_ALLOW_SELF_APPROVAL", "false") == "true",
             local_repository_roots=tuple(
                 Path(root) for root in os.environ.get("AGENTLEDGER_LOCAL_REPOSITORY_ROOTS", "").split(os.pathsep) if root),
+            review_empty_plans=os.environ.get("AGENTLEDGER_REVIEW_EMPTY_PLANS", "false") == "true",
         )
 
     def require_state_machine(self) -> str:

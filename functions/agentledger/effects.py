@@ -8,7 +8,7 @@ again. Reconciliation with the receiver (by the key it carries) closes that gap.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -34,7 +34,7 @@ from .errors import (
 from .fingerprints import digest
 from .freshness import require_fresh_upstream
 from .ledger import new_decision
-from .models import Effect, EffectStatus, Ledger, Stage, utc_now
+from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
 from .receivers import (
     Confirmation,
@@ -45,22 +45,10 @@ from .receivers import (
     ReceiverUnavailableError,
 )
 from .restart import evaluate_evidence
-from .states import DecisionKind
+from .states import EFFECTS, DecisionKind, RunOutcome
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
-
-
-@dataclass(frozen=True)
-class EffectSpec:
-    receiver: str  # "tickets" | "notifications"
-    stage: Stage  # the stage the effect belongs to (and whose crash points it reaches)
-
-
-EFFECTS: dict[str, EffectSpec] = {
-    "review_notification": EffectSpec("notifications", Stage.AWAIT_REVIEW),
-    "ticket": EffectSpec("tickets", Stage.COMPLETE),
-    "completion_notification": EffectSpec("notifications", Stage.COMPLETE),
-}
+FILES_ARTIFACT = "files_artifact"
 
 
 def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
@@ -85,11 +73,12 @@ class EffectRunner:
         snapshot = self.sources.snapshot(ledger.run.repository)
         require_fresh_upstream(self.ledger, ledger, snapshot, evaluate_evidence(ledger, snapshot), spec.stage,
                                execution, self.settings.max_replans, self.metrics)
-        receiver = self.receivers.get(spec.receiver)
-        if receiver is None:
-            reason = f"no {spec.receiver} receiver is configured; {name} skipped"
+        reason = self._skip_reason(ledger, name)
+        if reason is not None:
             self.ledger.append(run_id, new_decision(DecisionKind.EFFECT_SKIPPED, reason, {"effect": name}, execution))
             return {"run_id": run_id, "effect": name, "status": "skipped", "reason": reason}
+        receiver = self.receivers[spec.receiver]
+        self._require_links(ledger, name)
         payload = _PAYLOADS[name](ledger, self.artifacts)
         key = effect_key(run_id, name, payload)
         effect = ledger.effects.get(key)
@@ -110,6 +99,22 @@ class EffectRunner:
             raise EffectInProgressError(f"another attempt is delivering {key}; the receiver does not show it yet") from None
         return self._confirm(run_id, execution, self.ledger.load(run_id).effects[key], receiver,
                              Confirmation(**result["confirmation"]), suppressed=result["suppressed"])
+
+    def _skip_reason(self, ledger: Ledger, name: str) -> str | None:
+        receiver = EFFECTS[name].receiver
+        if receiver not in self.receivers:
+            return f"no {receiver} receiver is configured; {name} skipped"
+        if name == "pull_request" and ledger.run.outcome == RunOutcome.EMPTY_PLAN_REVIEWED:
+            return "the approved plan writes no files; no pull request"
+        return None
+
+    def _require_links(self, ledger: Ledger, name: str) -> None:
+        """An effect that links others is written after them: its content (and so its key) must
+        not depend on whether they happened to be confirmed when an attempt looked."""
+        for linked in EFFECTS[name].links:
+            confirmed = any(e.kind == linked and e.status == EffectStatus.CONFIRMED for e in ledger.effects.values())
+            if not confirmed and self._skip_reason(ledger, linked) is None:
+                raise EffectInProgressError(f"{name} links the {linked}, which is not confirmed yet")
 
     def _recheck(self, run_id: str, effect: Effect, receiver: Receiver) -> dict[str, Any]:
         """Sent, never answered: look again, and never resend within the execution that sent it."""
@@ -143,10 +148,10 @@ class EffectRunner:
         attempted = effect.model_copy(update={"status": EffectStatus.ATTEMPTED, "attempts": effect.attempts + 1,
                                               "attempted_at": utc_now(), "execution": execution, "error": None})
         self.ledger.append(run_id, attempted)
-        faults.reach(run_id, effect.stage, "before_call", execution)
+        faults.reach(run_id, effect.stage, faults.effect_crash_point(effect.kind, "before_call"), execution)
         try:
-            accepted = receiver.send(effect.key, effect.request)
-            faults.reach(run_id, effect.stage, "after_accept", execution)
+            accepted = receiver.send(effect.key, self._attached(effect.request))
+            faults.reach(run_id, effect.stage, faults.effect_crash_point(effect.kind, "after_accept"), execution)
             confirmed = receiver.read_back(accepted, effect.key)  # read back after you write
         except ReceiverNoResponseError as error:
             self._record_failure(run_id, attempted, EffectStatus.UNCONFIRMED, error)
@@ -158,6 +163,14 @@ class EffectRunner:
             self._record_failure(run_id, attempted, EffectStatus.FAILED, error)
             raise EffectRejectedError(f"{effect.kind} refused: {error}") from error
         return {"confirmation": asdict(confirmed), "suppressed": False}
+
+    def _attached(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request with the files it names read from their artifact. The ledger keeps the
+        reference and its digest, so the effect record stays small and still commits to the bytes."""
+        if FILES_ARTIFACT not in request:
+            return request
+        files = self.artifacts.get_json(ArtifactRef.model_validate(request[FILES_ARTIFACT]))
+        return {**request, "files": files}
 
     def _record_failure(self, run_id: str, effect: Effect, status: EffectStatus, error: Exception) -> None:
         response = getattr(error, "response", None) or None
@@ -179,7 +192,7 @@ class EffectRunner:
             self.metrics.count(metric_names.DUPLICATES_SUPPRESSED)
         if copies and copies > 1:
             self.metrics.count(metric_names.DUPLICATED_SIDE_EFFECTS, copies - 1)
-        faults.reach(run_id, effect.stage, "after_record", execution or "")
+        faults.reach(run_id, effect.stage, faults.effect_crash_point(effect.kind, "after_record"), execution or "")
         return _outcome(confirmed)
 
 
@@ -190,8 +203,12 @@ def _outcome(effect: Effect) -> dict[str, Any]:
 
 # -- what each effect says (deterministic: built from the ledger only, so a retry commits to the
 # same content and therefore the same key) --------------------------------------------------------
+def _committed(ledger: Ledger) -> set[str]:
+    return {key for record in ledger.stages.values() for key in record.outputs}
+
+
 def _links(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, str]:
-    committed = {key for record in ledger.stages.values() for key in record.outputs}
+    committed = _committed(ledger)
     return {ref.name: f"s3://{artifacts.bucket}/{ref.key}" for ref in ledger.artifacts
             if ref.key in committed and ref.name in ("plan.json", "changes.diff", "test-output.txt", "command.json")}
 
@@ -208,38 +225,79 @@ def _review_notification(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, A
     }
 
 
+def _confirmed_url(ledger: Ledger, kind: str) -> str | None:
+    confirmed = [e for e in ledger.effects.values() if e.kind == kind and e.status == EffectStatus.CONFIRMED]
+    return (confirmed[-1].receiver_url or confirmed[-1].receiver_id) if confirmed else None
+
+
+def _repository_name(ledger: Ledger) -> str:
+    repository = ledger.run.repository
+    return PurePosixPath(repository.rstrip("/")).name or repository
+
+
+def _test_counts(ledger: Ledger) -> str:
+    latest = max(ledger.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)
+    report = (latest.report if latest else None) or {}
+    counts = report.get("counts") or {}
+    shown = ", ".join(f"{counts[name]} {name}" for name in ("passed", "failed", "errors", "skipped") if counts.get(name))
+    return str(report.get("outcome", "not run")) + (f" ({shown})" if shown else "")
+
+
+def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
+    run = ledger.run
+    committed = _committed(ledger)
+    files = next(ref for ref in reversed(ledger.artifacts) if ref.name == "test-files.json" and ref.key in committed)
+    review = ledger.review
+    lines = [
+        f"Tests written by agentledger run `{run.run_id}` for: {run.request}",
+        "",
+        f"- **Plan digest:** `{run.plan_digest}`",
+        f"- **Requested by:** {run.requested_by or 'unknown'}",
+        f"- **Approved by:** {(review.decided_by if review else None) or 'unknown'}",
+        f"- **Test suite:** {_test_counts(ledger)}",
+        "",
+        "**Artifacts**",
+        *[f"- {name}: `{uri}`" for name, uri in sorted(_links(ledger, artifacts).items())],
+    ]
+    return {"title": f"agentledger: tests for {_repository_name(ledger)} ({run.run_id})", "body": "\n".join(lines),
+            "commit_message": f"Add tests written by agentledger run {run.run_id}\n\n{run.request}",
+            FILES_ARTIFACT: files.model_dump(mode="json")}
+
+
 def _ticket(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
-    links = _links(ledger, artifacts)
+    pull_request = _confirmed_url(ledger, "pull_request")
     lines = [
         f"agentledger run `{run.run_id}` finished its review and is being completed.",
         "",
         f"- **Request:** {run.request}",
         f"- **Repository:** `{run.repository}` at `{run.revision}`",
         f"- **Plan digest:** `{run.plan_digest}` (approved)",
+        *([f"- **Pull request:** {pull_request}"] if pull_request else []),
         f"- **Evidence:** {', '.join(f'{n} `{e.fingerprint[:19]}`' for n, e in sorted(ledger.evidence.items()))}",
         "",
         "**Artifacts**",
-        *[f"- {name}: `{uri}`" for name, uri in sorted(links.items())],
+        *[f"- {name}: `{uri}`" for name, uri in sorted(_links(ledger, artifacts).items())],
     ]
-    name = PurePosixPath(run.repository.rstrip("/")).name or run.repository
-    return {"title": f"agentledger: tests for {name} ({run.run_id})", "body": "\n".join(lines), "labels": []}
+    return {"title": f"agentledger: tests for {_repository_name(ledger)} ({run.run_id})", "body": "\n".join(lines),
+            "labels": []}
 
 
 def _completion_notification(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
-    tickets = [e for e in ledger.effects.values() if e.kind == "ticket" and e.status == EffectStatus.CONFIRMED]
     return {
         "subject": f"agentledger: run {run.run_id} complete",
         "group": run.run_id,
         "message": {"event": "run_completed", "run_id": run.run_id, "plan_digest": run.plan_digest,
-                    "ticket": tickets[-1].receiver_url or tickets[-1].receiver_id if tickets else None,
+                    "pull_request": _confirmed_url(ledger, "pull_request"),
+                    "ticket": _confirmed_url(ledger, "ticket"),
                     "links": _links(ledger, artifacts)},
     }
 
 
 _PAYLOADS: dict[str, Callable[[Ledger, ArtifactPort], dict[str, Any]]] = {
     "review_notification": _review_notification,
+    "pull_request": _pull_request,
     "ticket": _ticket,
     "completion_notification": _completion_notification,
 }

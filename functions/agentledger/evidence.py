@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .agent.source import SourceSnapshot
 from .fingerprints import digest
 from .models import Evidence, Ledger
-from .states import WORK_STAGES, Stage
+from .states import WORK_STAGES, RunOutcome, Stage
 
 UPSTREAM_PREFIX = "evidence:"
 FILE_PREFIX = "file:"
@@ -31,6 +31,26 @@ EVIDENCE_GRAPH: dict[Stage, EvidenceNode] = {
 }
 EVIDENCE_OF: dict[Stage, str] = {stage: node.name for stage, node in EVIDENCE_GRAPH.items()}
 assert tuple(EVIDENCE_GRAPH) == WORK_STAGES, "the evidence graph names every stage, in order"
+# A plan that writes nothing leaves nothing to execute, verify or approve: such a run goes from
+# plan to complete, and its summary builds on the plan.
+NOTHING_TO_DO_PATH: tuple[Stage, ...] = (Stage.INSPECT, Stage.PLAN, Stage.COMPLETE)
+NOTHING_TO_DO_UPSTREAM: dict[Stage, tuple[Stage, ...]] = {Stage.COMPLETE: (Stage.PLAN,)}
+
+
+def stages_of(ledger: Ledger) -> tuple[Stage, ...]:
+    """The stages this run goes through, as its plan decided."""
+    return NOTHING_TO_DO_PATH if ledger.run.outcome == RunOutcome.NOTHING_TO_DO else WORK_STAGES
+
+
+def upstream_of(ledger: Ledger, stage: Stage) -> tuple[Stage, ...]:
+    if ledger.run.outcome == RunOutcome.NOTHING_TO_DO:
+        return NOTHING_TO_DO_UPSTREAM.get(stage, EVIDENCE_GRAPH[stage].upstream)
+    return EVIDENCE_GRAPH[stage].upstream
+
+
+def stages_before(ledger: Ledger, stage: Stage) -> list[Stage]:
+    """The stages of this run's path that come before `stage`."""
+    return [s for s in stages_of(ledger) if WORK_STAGES.index(s) < WORK_STAGES.index(stage)]
 
 
 def source_dependencies(snapshot: SourceSnapshot) -> dict[str, str]:
@@ -53,6 +73,6 @@ def stage_evidence(stage: Stage, fingerprint: str, ledger: Ledger,
     """The evidence `stage` records: its fingerprint, the fingerprints of the upstream evidence
     the graph names (as they are in `ledger` now), and what it read of the world."""
     depends_on = {f"{UPSTREAM_PREFIX}{EVIDENCE_OF[up]}": ledger.evidence[EVIDENCE_OF[up]].fingerprint
-                  for up in EVIDENCE_GRAPH[stage].upstream}
+                  for up in upstream_of(ledger, stage)}
     depends_on.update(reads or {})
     return Evidence(name=EVIDENCE_OF[stage], stage=stage, fingerprint=fingerprint, depends_on=depends_on)

@@ -7,18 +7,27 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .states import Stage
+from .states import EFFECTS, Stage
 
 STAGE_CRASH_POINTS: tuple[str, ...] = ("before_work", "after_artifacts", "after_commit")
 EFFECT_CRASH_POINTS: tuple[str, ...] = ("before_call", "after_accept", "after_record")
 # Reached by verify once its test build has started and the ledger holds the build's id.
 BUILD_CRASH_POINTS: tuple[str, ...] = ("build_running",)
-# Effect points are reached while an effect is delivered, so only the stages that own an effect
-# have them. Written out rather than read from `effects.EFFECTS`, whose import is heavy; a unit
-# test keeps the two in agreement.
-STAGES_WITH_EFFECTS: frozenset[Stage] = frozenset({Stage.AWAIT_REVIEW, Stage.COMPLETE})
+
+
+def effect_crash_point(effect: str, point: str) -> str:
+    """Effect points are named after the effect (`complete:ticket.after_accept`), so a crash
+    strikes one write of a stage that makes several."""
+    return f"{effect}.{point}"
+
+
+def is_effect_point(point: str) -> bool:
+    return "." in point and point.rpartition(".")[2] in EFFECT_CRASH_POINTS
+
+
 CRASH_POINTS: dict[str, tuple[str, ...]] = {
-    stage.value: STAGE_CRASH_POINTS + (EFFECT_CRASH_POINTS if stage in STAGES_WITH_EFFECTS else ())
+    stage.value: STAGE_CRASH_POINTS
+    + tuple(effect_crash_point(name, point) for name, spec in EFFECTS.items() if spec.stage == stage for point in EFFECT_CRASH_POINTS)
     + (BUILD_CRASH_POINTS if stage == Stage.VERIFY else ())
     for stage in Stage
 }

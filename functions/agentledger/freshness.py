@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import metric_names
 from .agent.source import SourceSnapshot
 from .errors import ConcurrentModificationError, StaleContextError
-from .evidence import EVIDENCE_OF
+from .evidence import EVIDENCE_OF, stages_before
 from .ledger import new_decision
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
 from .ports import LedgerPort, MetricSink
@@ -52,7 +52,7 @@ def require_fresh_upstream(store: LedgerPort, ledger: Ledger, snapshot: SourceSn
                            stage: Stage, execution: str | None, max_replans: int, metrics: MetricSink) -> None:
     """Every stage before `stage` must be complete with valid evidence (`statuses`, evaluated
     against `snapshot` by the caller)."""
-    upstream = WORK_STAGES[: WORK_STAGES.index(stage)]
+    upstream = stages_before(ledger, stage)
     missing = [s for s in upstream if not is_stage_valid(ledger, s, statuses)]
     if not missing:
         return

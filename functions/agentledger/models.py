@@ -14,6 +14,7 @@ from .states import (
     EffectStatus,
     EvidenceState,
     NextAction,
+    RunOutcome,
     RunState,
     RunStatus,
     Stage,
@@ -21,7 +22,7 @@ from .states import (
     Verdict,
 )
 
-__all__ = ["WORK_STAGES", "EffectStatus", "NextAction", "RunState", "RunStatus", "Stage", "StageStatus"]
+__all__ = ["WORK_STAGES", "EffectStatus", "NextAction", "RunOutcome", "RunState", "RunStatus", "Stage", "StageStatus"]
 
 
 def utc_now() -> str:
@@ -45,6 +46,7 @@ class Run(Record):
     active_execution: str | None = None
     executions: list[str] = Field(default_factory=list)
     plan_digest: str | None = None
+    outcome: RunOutcome | None = None  # decided by the plan
     replans: int = 0
     resumes: int = 0
     created_at: str = Field(default_factory=utc_now)
@@ -105,6 +107,15 @@ class Decision(Record):
     at: str = Field(default_factory=utc_now)
 
 
+class ChangeRequest(Record):
+    """A reviewer's request for changes, as the next review shows it."""
+
+    plan_digest: str
+    comment: str | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+
+
 class Review(Record):
     """The pending review of a run: the task token binds the approval to one plan and revision."""
 
@@ -117,6 +128,8 @@ class Review(Record):
     decided_at: str | None = None
     decided_by: str | None = None
     comment: str | None = None
+    # A reviewer asked for changes to this very plan, and the planner made it again.
+    unchanged_after: ChangeRequest | None = None
 
 
 class TestRun(Record):

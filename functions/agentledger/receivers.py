@@ -26,6 +26,7 @@ from botocore.exceptions import (
 
 MARKER_PREFIX = "agentledger-key:"
 TICKET_LABEL = "agentledger"
+BRANCH_PREFIX = "agentledger"
 MAX_LIST_PAGES = 10
 
 
@@ -74,44 +75,24 @@ def key_marker(key: str) -> str:
     return f"<!-- {MARKER_PREFIX} {key} -->"
 
 
-class GitHubIssues:
-    """Tickets as GitHub issues, over the REST API. Issues are found again by listing the
-    agentledger label (a consistent read, unlike the search API) and matching the key marker."""
-
-    name = "github-issues"
+class GitHubApi:
+    """GitHub's REST API, its answers sorted into what is known about a write."""
 
     def __init__(self, api_url: str, repository: str, token: str, timeout_s: float) -> None:
-        self._api = api_url.rstrip("/")
-        self._repository = repository
+        self.api = api_url.rstrip("/")
+        self.repository = repository
         self._token = token
         self._timeout_s = timeout_s
 
-    def find(self, key: str) -> list[Confirmation]:
-        marker = key_marker(key)
-        found: list[Confirmation] = []
-        for page in range(1, MAX_LIST_PAGES + 1):
-            query = urllib.parse.urlencode({"labels": TICKET_LABEL, "state": "all", "per_page": 100, "page": page})
-            issues = self._call("GET", f"/repos/{self._repository}/issues?{query}")
-            found += [_issue_confirmation(i) for i in issues if marker in (i.get("body") or "")]
-            if len(issues) < 100:
-                return found
-        return found
+    @property
+    def owner(self) -> str:
+        return self.repository.split("/", 1)[0]
 
-    def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
-        body = f"{payload['body']}\n\n{key_marker(key)}\n"
-        issue = self._call("POST", f"/repos/{self._repository}/issues",
-                           {"title": payload["title"], "body": body, "labels": [TICKET_LABEL, *payload.get("labels", [])]})
-        return _issue_confirmation(issue)
-
-    def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
-        issue = self._call("GET", f"/repos/{self._repository}/issues/{confirmation.raw.get('number')}")
-        if key_marker(key) not in (issue.get("body") or ""):
-            raise ReceiverErrorResponse(f"issue {confirmation.receiver_id} does not carry key {key}", issue)
-        return _issue_confirmation(issue)
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """`path` is relative to the repository."""
+        path = f"/repos/{self.repository}/{path}"
         request = urllib.request.Request(
-            self._api + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+            self.api + path, method=method, data=json.dumps(body).encode() if body is not None else None,
             headers={"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json",
                      "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "agentledger",
                      "Content-Type": "application/json"},
@@ -127,10 +108,108 @@ class GitHubIssues:
                                         f"{detail.get('message', '')}", detail) from error
         except urllib.error.URLError as error:
             if isinstance(error.reason, (ConnectionRefusedError, socket.gaierror)):
-                raise ReceiverUnavailableError(f"GitHub at {self._api} is unreachable: {error.reason}") from error
+                raise ReceiverUnavailableError(f"GitHub at {self.api} is unreachable: {error.reason}") from error
             raise ReceiverNoResponseError(f"no answer from GitHub to {method} {path}: {error.reason}") from error
         except (TimeoutError, http.client.HTTPException, ConnectionError) as error:
             raise ReceiverNoResponseError(f"no answer from GitHub to {method} {path}: {error!r}") from error
+
+
+class GitHubIssues:
+    """Tickets as GitHub issues. Issues are found again by listing the agentledger label (a
+    consistent read, unlike the search API) and matching the key marker."""
+
+    name = "github-issues"
+
+    def __init__(self, api: GitHubApi) -> None:
+        self._api = api
+
+    def find(self, key: str) -> list[Confirmation]:
+        marker = key_marker(key)
+        found: list[Confirmation] = []
+        for page in range(1, MAX_LIST_PAGES + 1):
+            query = urllib.parse.urlencode({"labels": TICKET_LABEL, "state": "all", "per_page": 100, "page": page})
+            issues = self._api.call("GET", f"issues?{query}")
+            found += [_issue_confirmation(i) for i in issues if marker in (i.get("body") or "")]
+            if len(issues) < 100:
+                return found
+        return found
+
+    def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
+        body = f"{payload['body']}\n\n{key_marker(key)}\n"
+        issue = self._api.call("POST", "issues", {"title": payload["title"], "body": body,
+                                                  "labels": [TICKET_LABEL, *payload.get("labels", [])]})
+        return _issue_confirmation(issue)
+
+    def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
+        issue = self._api.call("GET", f"issues/{confirmation.raw.get('number')}")
+        if key_marker(key) not in (issue.get("body") or ""):
+            raise ReceiverErrorResponse(f"issue {confirmation.receiver_id} does not carry key {key}", issue)
+        return _issue_confirmation(issue)
+
+
+def pull_request_branch(key: str) -> str:
+    """`agentledger/<run>/<digest>`: named after the run, and one per content the run commits to,
+    so a replanned run never pushes onto the branch of a pull request it opened before."""
+    run_id, _, rest = key.partition("/")
+    return f"{BRANCH_PREFIX}/{run_id}/{rest.rpartition('/')[2]}"
+
+
+class GitHubPullRequests:
+    """The generated files as a pull request: a commit on the configured base branch's head, on a
+    branch named after the run and the key, and a pull request whose body carries the key marker.
+    It is found again by listing pull requests with that head branch and matching the marker."""
+
+    name = "github-pulls"
+
+    def __init__(self, api: GitHubApi, base_branch: str) -> None:
+        self._api = api
+        self._base = base_branch
+
+    def find(self, key: str) -> list[Confirmation]:
+        marker = key_marker(key)
+        head = urllib.parse.quote(f"{self._api.owner}:{pull_request_branch(key)}", safe="")
+        pulls = self._api.call("GET", f"pulls?head={head}&state=all&per_page=100")
+        return [_pull_confirmation(p) for p in pulls if marker in (p.get("body") or "")]
+
+    def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
+        branch = pull_request_branch(key)
+        try:
+            self._push(branch, payload)
+        except ReceiverNoResponseError as error:
+            # Nothing a person sees exists before the pull request does: safe to send again.
+            raise ReceiverErrorResponse(f"the branch {branch} was not pushed: {error}", error.response) from error
+        pull = self._api.call("POST", "pulls", {"title": payload["title"], "head": branch, "base": self._base,
+                                                "body": f"{payload['body']}\n\n{key_marker(key)}\n",
+                                                "maintainer_can_modify": False})
+        return _pull_confirmation(pull)
+
+    def _push(self, branch: str, payload: dict[str, Any]) -> None:
+        base = self._api.call("GET", f"git/ref/heads/{urllib.parse.quote(self._base)}")["object"]["sha"]
+        base_tree = self._api.call("GET", f"git/commits/{base}")["tree"]["sha"]
+        entries = [{"path": path, "mode": "100644", "type": "blob", "content": content}
+                   for path, content in sorted(payload["files"].items())]
+        tree = self._api.call("POST", "git/trees", {"base_tree": base_tree, "tree": entries})["sha"]
+        commit = self._api.call("POST", "git/commits", {"message": payload["commit_message"], "tree": tree,
+                                                        "parents": [base]})["sha"]
+        try:
+            self._api.call("POST", "git/refs", {"ref": f"refs/heads/{branch}", "sha": commit})
+        except ReceiverRejectedError as error:
+            if error.response.get("status") != 422:
+                raise
+            # An earlier attempt pushed the branch and died before opening the pull request.
+            self._api.call("PATCH", f"git/refs/heads/{branch}", {"sha": commit, "force": True})
+
+    def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
+        pull = self._api.call("GET", f"pulls/{confirmation.raw.get('number')}")
+        if key_marker(key) not in (pull.get("body") or ""):
+            raise ReceiverErrorResponse(f"pull request {confirmation.receiver_id} does not carry key {key}", pull)
+        return _pull_confirmation(pull)
+
+
+def _pull_confirmation(pull: dict[str, Any]) -> Confirmation:
+    return Confirmation(receiver_id=f"PR #{pull['number']}", url=pull.get("html_url"),
+                        raw={"number": pull["number"], "id": pull.get("id"), "state": pull.get("state"),
+                             "head": (pull.get("head") or {}).get("ref")})
 
 
 def _issue_confirmation(issue: dict[str, Any]) -> Confirmation:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .agent.source import SourceSnapshot, changed_files
-from .evidence import EVIDENCE_OF, UPSTREAM_PREFIX, recorded_files
+from .evidence import EVIDENCE_OF, UPSTREAM_PREFIX, recorded_files, stages_of
 from .models import WORK_STAGES, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
 from .states import EvidenceState, FailureKind, NextAction, RecoveryAction
 
@@ -74,7 +74,7 @@ def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int,
     complete: list[Stage] = []
     invalidated: list[Stage] = []
     next_stage: Stage | None = None
-    for stage in WORK_STAGES:
+    for stage in stages_of(ledger):
         if next_stage is None and is_stage_valid(ledger, stage, statuses):
             complete.append(stage)
             continue

@@ -34,7 +34,7 @@ from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
 from .sources import upload_key
-from .states import DecisionKind, EvidenceState, Verdict
+from .states import DecisionKind, EffectStatus, EvidenceState, Verdict
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 
@@ -176,8 +176,11 @@ class RunService:
         latest = max(ledger.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)
         report = (latest.report if latest else None) or {}
         counts = report.get("counts") or {}
+        pulls = [e for e in ledger.effects.values() if e.kind == "pull_request" and e.status == EffectStatus.CONFIRMED]
         return {
             "request": ledger.run.request,
+            "outcome": ledger.run.outcome,
+            "pull_request": (pulls[-1].receiver_url or pulls[-1].receiver_id) if pulls else None,
             "plan": None if plan is None else {
                 "planner": plan.get("planner"), "targets": len(items), "skipped": len(plan.get("skipped", [])),
                 "first": [{"target": item["target"], "test_path": item["test_path"], "rationale": item["rationale"]}

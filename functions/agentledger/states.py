@@ -2,6 +2,7 @@
 and the stack can name stages and statuses without loading pydantic or the AWS SDK."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -15,6 +16,22 @@ class Stage(StrEnum):
 
 
 WORK_STAGES: tuple[Stage, ...] = tuple(Stage)
+
+
+@dataclass(frozen=True)
+class EffectSpec:
+    receiver: str  # "tickets" | "pull_requests" | "notifications"
+    stage: Stage  # the stage the effect belongs to (and whose crash points it reaches)
+    links: tuple[str, ...] = ()  # effects it links to, which are written before it
+
+
+# Every external write a run makes, in the order it makes them.
+EFFECTS: dict[str, EffectSpec] = {
+    "review_notification": EffectSpec("notifications", Stage.AWAIT_REVIEW),
+    "pull_request": EffectSpec("pull_requests", Stage.COMPLETE),
+    "ticket": EffectSpec("tickets", Stage.COMPLETE, links=("pull_request",)),
+    "completion_notification": EffectSpec("notifications", Stage.COMPLETE, links=("pull_request", "ticket")),
+}
 
 
 def _stages_between(first: dict[str, str], last: dict[str, str]) -> dict[str, str]:
@@ -31,6 +48,14 @@ class RunStatus(StrEnum):
     AWAITING_REVIEW = "awaiting_review"
     COMPLETE = "complete"
     NEEDS_PERSON = "needs_person"
+
+
+class RunOutcome(StrEnum):
+    """What a run came to, decided by its plan."""
+
+    CHANGES_PROPOSED = "changes_proposed"
+    NOTHING_TO_DO = "nothing_to_do"  # the plan writes nothing: no review, no ticket, no pull request
+    EMPTY_PLAN_REVIEWED = "empty_plan_reviewed"  # it writes nothing, and the deployment asks a person anyway
 
 
 class StageStatus(StrEnum):
@@ -78,6 +103,7 @@ class DecisionKind(StrEnum):
     SUPERSEDED = "superseded"
     EFFECT_SKIPPED = "effect_skipped"
     REVIEW_REFUSED = "review_refused"
+    REPLAN_UNCHANGED = "replan_unchanged"
 
 
 class Verdict(StrEnum):

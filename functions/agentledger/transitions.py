@@ -10,8 +10,9 @@ _STOPS = frozenset({S.NEEDS_PERSON})
 ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.CREATED: frozenset({S.INSPECT}) | _STOPS,
     S.INSPECT: frozenset({S.PLAN}) | _STOPS,
-    # Back-edges go to inspect (the source changed) or plan (a reviewer asked for changes).
-    S.PLAN: frozenset({S.EXECUTE, S.INSPECT}) | _STOPS,
+    # Back-edges go to inspect (the source changed) or plan (a reviewer asked for changes). A plan
+    # that writes nothing goes straight to complete.
+    S.PLAN: frozenset({S.EXECUTE, S.INSPECT, S.COMPLETE}) | _STOPS,
     S.EXECUTE: frozenset({S.VERIFY, S.PLAN, S.INSPECT}) | _STOPS,
     S.VERIFY: frozenset({S.AWAIT_REVIEW, S.PLAN, S.INSPECT}) | _STOPS,
     S.AWAIT_REVIEW: frozenset({S.COMPLETE, S.PLAN, S.INSPECT}) | _STOPS,

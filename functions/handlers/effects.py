@@ -1,4 +1,4 @@
-"""Every external write the state machine asks for (Open ticket, Announce completion)."""
+"""Every external write the state machine asks for (Open pull request, Open ticket, Announce completion)."""
 from __future__ import annotations
 
 from typing import Any

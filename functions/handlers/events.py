@@ -1,9 +1,10 @@
 """The payloads the state machine sends to each task (Powertools Parser models)."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from agentledger.states import EFFECTS
+from pydantic import BaseModel, Field, field_validator
 
 
 class StageEvent(BaseModel):
@@ -13,7 +14,14 @@ class StageEvent(BaseModel):
 
 
 class EffectEvent(StageEvent):
-    effect: Literal["review_notification", "ticket", "completion_notification"]
+    effect: str
+
+    @field_validator("effect")
+    @classmethod
+    def _known_effect(cls, effect: str) -> str:
+        if effect not in EFFECTS:
+            raise ValueError(f"unknown effect {effect!r}; known: {', '.join(EFFECTS)}")
+        return effect
 
 
 class FailureEvent(StageEvent):

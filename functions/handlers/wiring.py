@@ -16,7 +16,13 @@ from agentledger.config import Settings
 from agentledger.effects import EffectRunner
 from agentledger.executions import ExecutionControl
 from agentledger.ledger import LedgerStore
-from agentledger.receivers import GitHubIssues, Receiver, SnsNotifications
+from agentledger.receivers import (
+    GitHubApi,
+    GitHubIssues,
+    GitHubPullRequests,
+    Receiver,
+    SnsNotifications,
+)
 from agentledger.service import RunService
 from agentledger.sources import SourceResolver
 from agentledger.workflow import Workflow
@@ -98,8 +104,9 @@ def _receivers(settings: Settings) -> dict[str, Receiver]:
         receivers["notifications"] = SnsNotifications(settings.notification_topic_arn, boto3.client("sns"))
     if settings.github_repository and settings.github_token_secret_arn:
         token = parameters.get_secret(settings.github_token_secret_arn, max_age=TOKEN_CACHE_SECONDS)
-        receivers["tickets"] = GitHubIssues(settings.github_api_url, settings.github_repository, str(token),
-                                            settings.receiver_timeout_s)
+        github = GitHubApi(settings.github_api_url, settings.github_repository, str(token), settings.receiver_timeout_s)
+        receivers["tickets"] = GitHubIssues(github)
+        receivers["pull_requests"] = GitHubPullRequests(github, settings.github_base_branch)
     return receivers
 
 

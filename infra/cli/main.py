@@ -23,6 +23,7 @@ from agentledger.states import RunStatus
 from infra.local.profiles import local_credentials_dir
 
 from . import render
+from .apply import ApplyRefused, apply_change
 from .client import ApiClient, ApiError, ApiUnreachable, fetch, upload
 from .packaging import PackagingError, package_repository
 from .signing import SigningError, is_loopback, request_signer
@@ -278,14 +279,40 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _artifact_bytes(client: ApiClient, run_id: str, name: str) -> bytes:
-    """The newest artifact of that name, fetched through its presigned link."""
-    artifacts = client.get(_run_path(run_id))["artifacts"]
+def _artifact_bytes(client: ApiClient, run_id: str, name: str, document: dict[str, Any] | None = None) -> bytes:
+    """The newest committed artifact of that name (else the newest), fetched through its presigned link."""
+    artifacts = (document or client.get(_run_path(run_id)))["artifacts"]
     matching = [artifact for artifact in artifacts if artifact["name"] == name]
     if not matching:
         names = ", ".join(sorted({artifact["name"] for artifact in artifacts})) or "none yet"
         raise CliError(f"{run_id} has no artifact named {name!r}; it has: {names}")
-    return fetch(max(matching, key=lambda artifact: artifact["created_at"])["url"])
+    newest = max(matching, key=lambda artifact: (bool(artifact.get("committed")), artifact["created_at"]))
+    return fetch(newest["url"])
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    client = _client(args)
+    document = client.get(_run_path(args.run_id))
+    run, review = document["run"], document.get("review") or {}
+    if run.get("outcome") == "nothing_to_do":
+        raise CliError(f"{args.run_id} had nothing to do: there is no change to apply")
+    if run["status"] != RunStatus.COMPLETE or review.get("decision") != "approve":
+        raise CliError(f"{args.run_id} has no approved change yet (status {run['status']}); "
+                       "apply takes the change of a run that was approved and completed")
+    tree = Path(args.path or run["repository"])
+    if not tree.is_dir():
+        raise CliError(f"{tree} is not a directory on this machine; pass the working tree: "
+                       f"`agentledger apply {args.run_id} PATH`")
+    plan = json.loads(_artifact_bytes(client, args.run_id, "plan.json", document))
+    files = json.loads(_artifact_bytes(client, args.run_id, "test-files.json", document))
+    try:
+        applied = apply_change(tree, files, plan.get("files_read") or {})
+    except ApplyRefused as refused:
+        raise CliError(f"{args.run_id} was not applied to {tree}: {refused}") from None
+    _emit(args, {"run_id": args.run_id, "tree": str(tree), "written": applied.written,
+                 "already_there": applied.already_there},
+          lambda _: render.applied(args.run_id, tree, applied.written, applied.already_there))
+    return EXIT_OK
 
 
 def cmd_review(args: argparse.Namespace) -> int:
@@ -448,6 +475,11 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--comment")
     review.add_argument("--plan-digest", metavar="DIGEST",
                         help="the plan being judged (default: the one the run is waiting on)")
+
+    apply = command("apply", cmd_apply, "write a run's approved change into a local working tree")
+    apply.add_argument("run_id", metavar="RUN")
+    apply.add_argument("path", metavar="PATH", nargs="?",
+                       help="the working tree (default: the run's repository, when it is a local directory)")
 
     resume = command("resume", cmd_resume, "resume a stopped run from what is still valid")
     resume.add_argument("run_id", metavar="RUN")

@@ -130,6 +130,15 @@ def outcome(document: Mapping[str, Any]) -> str:
                 f"`agentledger review {run_id} --approve --profile REVIEWER` (or --request-changes); "
                 f"inspect it with `agentledger show {run_id}`")
     if status == "complete":
+        brief = document.get("summary") or {}
+        if run.get("outcome") == "nothing_to_do":
+            return (f"{run_id} is complete with nothing to do: the plan found nothing to write tests for\n"
+                    f"  see why with `agentledger artifact {run_id} plan.json` (its `skipped` list)")
+        pull_request = brief.get("pull_request")
+        if pull_request:
+            return (f"{run_id} is complete; pull request {pull_request}\n"
+                    f"  see the ledger with `agentledger show {run_id}`; for a local repository, "
+                    f"`agentledger apply {run_id}` writes the change into its working tree")
         return f"{run_id} is complete; see the ledger with `agentledger show {run_id}`"
     if status == "needs_person":
         handoff = document.get("handoff") or {}
@@ -152,6 +161,14 @@ def review_result(response: Mapping[str, Any]) -> str:
     return f"{response['decision']} recorded for {response['run_id']} (status {response['status']}); {then}"
 
 
+def applied(run_id: str, tree: Any, written: Sequence[str], already_there: Sequence[str]) -> str:
+    lines = [f"applied {run_id} to {tree}: {len(written)} file(s) written"
+             + (f", {len(already_there)} already there" if already_there else "")]
+    lines += [f"  + {path}" for path in written]
+    lines += [f"  = {path}" for path in already_there]
+    return "\n".join(lines)
+
+
 def assessment(response: Mapping[str, Any]) -> str:
     """The three answers every restart gives: what is complete, what evidence holds, what is next."""
     answers = response["assessment"]
@@ -170,7 +187,8 @@ def assessment(response: Mapping[str, Any]) -> str:
 
 
 def crash_points(points: Mapping[str, Sequence[str]]) -> str:
-    rows = [(f"{stage}:{point}", CRASH_POINT_MEANINGS.get(point, "")) for stage, stage_points in points.items()
+    rows = [(f"{stage}:{point}", CRASH_POINT_MEANINGS.get(point.rpartition(".")[2], ""))
+            for stage, stage_points in points.items()
             for point in stage_points]
     return "\n".join(table(("CRASH POINT", "MEANING"), rows))
 
@@ -224,6 +242,10 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
     if not brief:
         return []
     lines = ["Summary", f"  asked    {truncate(brief['request'], BOX_WIDTH)}"]
+    if brief.get("outcome") == "nothing_to_do":
+        lines.append("  outcome  nothing to do: the plan writes no files, so nothing is reviewed, ticketed or opened")
+    if brief.get("pull_request"):
+        lines.append(f"  pull     {brief['pull_request']}")
     plan = brief.get("plan")
     if plan is None:
         lines.append("  plan     not made yet")
@@ -264,9 +286,15 @@ def review_brief(document: Mapping[str, Any], diff: str) -> str:
     run, review = document["run"], document.get("review") or {}
     stat = diff_stat(diff)
     statuses = document.get("evidence_status") or {}
+    unchanged = review.get("unchanged_after")
     sections = [
         [f"Review of {run['run_id']}: plan {review.get('plan_digest') or run.get('plan_digest')}",
          f"  requested by {run.get('requested_by') or 'unknown'}"],
+        [] if not unchanged else [
+            "Unchanged plan",
+            f"  {unchanged.get('decided_by') or 'a reviewer'} asked for changes to this very plan"
+            + (f": {truncate(unchanged['comment'], BOX_WIDTH)}" if unchanged.get("comment") else ""),
+            "  the planner made it again; approve it, or request changes with a comment it can act on"],
         summary(document.get("summary")),
         ["Change", *[f"  {path}  +{added} -{removed}" for path, added, removed in stat],
          f"  {len(stat)} file(s), +{sum(a for _, a, _ in stat)} -{sum(r for _, _, r in stat)}"],

@@ -145,6 +145,8 @@ class Functions(Construct):
         test_timeout_limit_seconds: int,
         environment_name: str,
         allow_self_approval: bool = False,
+        review_empty_plans: bool = False,
+        agent_spec: str = "",
     ) -> None:
         super().__init__(scope, construct_id)
         self._storage = storage
@@ -173,12 +175,15 @@ class Functions(Construct):
             "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "AGENTLEDGER_ENVIRONMENT": environment_name,
+            "AGENTLEDGER_REVIEW_EMPTY_PLANS": "true" if review_empty_plans else "false",
+            "AGENTLEDGER_AGENT": agent_spec,
         }
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._effect_environment = {
             "NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn,
             "GITHUB_API_URL": notifications.github_api_url,
             "GITHUB_REPOSITORY": notifications.github_repository,
+            "GITHUB_BASE_BRANCH": notifications.github_base_branch,
             "GITHUB_TOKEN_SECRET_ARN": notifications.github_token_secret.secret_arn,
         }
         self.by_name: dict[str, lambda_.Function] = {

@@ -52,10 +52,12 @@ class Notifications(Construct):
         *,
         github_api_url: str,
         github_repository: str,
+        github_base_branch: str = "main",
     ) -> None:
         super().__init__(scope, construct_id)
         self.github_api_url = github_api_url
-        self.github_repository = github_repository  # "" turns tickets off
+        self.github_repository = github_repository  # "" turns tickets and pull requests off
+        self.github_base_branch = github_base_branch
 
         self.topic, self.topic_key = encrypted_topic(
             self, "NotificationTopic", description="run notifications", fifo=True
@@ -65,9 +67,9 @@ class Notifications(Construct):
             self,
             "GitHubTokenSecret",
             description=(
-                "GitHub token agentledger opens tickets (issues) with. Deployed with a random "
-                "placeholder: after deploy, put a token with issue write access to the "
-                "repository of the githubRepository context value in this secret."
+                "GitHub token agentledger opens tickets (issues) and pull requests with. Deployed "
+                "with a random placeholder: after deploy, put a token with issues, contents and "
+                "pull-requests write access to the githubRepository repository in this secret."
             ),
         )
         Validations.of(self.github_token_secret).acknowledge(

@@ -1,6 +1,7 @@
 """`agentledger demo` (`make demo`): the main job on the embedded local stack, with the failures
 the workflow exists for — an interruption after verification, a source change while the run
-awaits review, and a lost response from the ticket tracker — ending in one JSON summary line."""
+awaits review, and a lost response from GitHub as it opens the pull request — ending in one JSON
+summary line."""
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from .runtime import LocalRuntime
 from .server import LocalApiServer
 
 INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
-LOST_TICKET_RESPONSE = "complete:after_accept"  # the tracker holds the ticket, the answer is lost
+LOST_PULL_REQUEST_RESPONSE = "complete:pull_request.after_accept"  # GitHub holds the PR, the answer is lost
 FOLLOW_TIMEOUT_S = 180.0
 # The demo works on a copy of the sample repository the tests use; it edits the file its plan read.
 SAMPLE_REPOSITORY = PROJECT_ROOT / "tests" / "samples" / "textkit"
@@ -84,7 +85,7 @@ def run_demo(workdir: Path, port: int) -> dict[str, Any]:
                                         "functions that lack them", "environment": "dev"},
                               headers={"Idempotency-Key": str(uuid.uuid4()), CRASH_HEADER: INTERRUPTION})
         run_id = created["run_id"]
-        runtime.crashes.arm(run_id, LOST_TICKET_RESPONSE)
+        runtime.crashes.arm(run_id, LOST_PULL_REQUEST_RESPONSE)
         print(render.created(created), flush=True)
         _follow(client, run_id)
 
@@ -107,8 +108,8 @@ def run_demo(workdir: Path, port: int) -> dict[str, Any]:
             print(f"refused with HTTP {refused.status}: {refused.message}", flush=True)
         replanned = _wait_for_new_review(client, run_id, waiting["review"]["plan_digest"])
 
-        _step(f"5. the reviewer approves the new plan; the ticket tracker will lose its answer once "
-              f"({LOST_TICKET_RESPONSE})")
+        _step(f"5. the reviewer approves the new plan; GitHub will lose its answer to the pull request once "
+              f"({LOST_PULL_REQUEST_RESPONSE})")
         _approve(reviewer, replanned)
         final = _follow(client, run_id)
 
@@ -127,6 +128,7 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
     run = final["run"]
     run_id = run["run_id"]
     tickets = {key: n for key, n in runtime.github.issues_by_key().items() if key.startswith(run_id)}
+    pulls = {key: n for key, n in runtime.github.pulls_by_key().items() if key.startswith(run_id)}
     notifications = {key: n for key, n in runtime.notifications_by_key().items() if key and key.startswith(run_id)}
     handoff = metrics["time_to_handoff_s"]
     return {
@@ -141,10 +143,13 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
         "requested_by": run["requested_by"],
         "approved_by": final["review"]["decided_by"],
         "self_approvals_refused": sum(1 for d in final["decisions"] if d["kind"] == "review_refused"),
+        "pull_requests_at_receiver": sum(pulls.values()),
+        "pull_request": next((e["receiver_url"] for e in final["effects"].values() if e["kind"] == "pull_request"), None),
         "tickets_at_receiver": sum(tickets.values()),
         "notifications_at_receiver": sum(notifications.values()),
-        # Counted at the receivers (the tracker and the subscribed queue), not from our records.
-        "duplicated_side_effects": sum(n - 1 for n in [*tickets.values(), *notifications.values()] if n > 1),
+        # Counted at the receivers (GitHub and the subscribed queue), not from our records.
+        "duplicated_side_effects": sum(n - 1 for n in [*pulls.values(), *tickets.values(), *notifications.values()]
+                                       if n > 1),
         "duplicates_suppressed": metrics["duplicates_suppressed"],
         "recovery_rate": metrics["recovery_rate"],
         "time_to_handoff_s": handoff["avg"] if handoff else None,

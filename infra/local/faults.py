@@ -3,7 +3,7 @@
 A stage crash point (`verify:after_artifacts`) kills that stage's handler at that point on every
 attempt of the run's current execution, so the state machine's retries are exhausted and the
 execution fails as it would on AWS; a resume (a new execution) runs clean. An effect crash point
-(`complete:after_accept`) fires once: a lost response or a crash mid-call that the state
+(`complete:ticket.after_accept`) fires once: a lost response or a crash mid-call that the state
 machine's own retry has to reconcile without writing twice."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 
 from agentledger import faults
-from agentledger.faults import CRASH_POINTS, EFFECT_CRASH_POINTS, parse_crash
+from agentledger.faults import CRASH_POINTS, is_effect_point, parse_crash
 
 __all__ = ["CRASH_POINTS", "ArmedCrash", "CrashSwitchboard"]  # the points it accepts go with the switchboard
 
@@ -25,7 +25,7 @@ class ArmedCrash:
 
     @property
     def spent(self) -> bool:
-        return self.point in EFFECT_CRASH_POINTS and self.fired > 0
+        return is_effect_point(self.point) and self.fired > 0
 
 
 @dataclass

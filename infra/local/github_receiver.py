@@ -1,16 +1,20 @@
-"""A GitHub-compatible issue tracker on loopback: the subset of the REST API the ticket
-receiver uses (create, list by label, get), with faults a real tracker shows — accept a write
-and lose the response, answer slowly, or fail — and a count of what it holds and was sent per
-key. Faults and counts can be scoped to a key prefix (a run's id), so runs sharing one tracker
-neither take each other's faults nor show up in each other's counts."""
+"""A GitHub-compatible receiver on loopback: the subset of the REST API the ticket and pull-request
+receivers use (issues: create, list by label, get; git data: refs, commits, trees; pulls: create,
+list by head, get), with faults a real service shows — accept a write and lose the response,
+answer slowly, or fail — and a count of what it holds and was sent per key. Faults strike the
+writes that carry a key (issue and pull-request creation) and can be scoped to a key prefix (a
+run's id, or `<run>/ticket/`), so runs sharing one receiver neither take each other's faults nor
+show up in each other's counts. Every repository starts with one empty commit on `main`."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,9 +22,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from agentledger.receivers import MARKER_PREFIX
 
-ISSUES_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues(?:/(?P<number>\d+))?$")
+REPOSITORY_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<rest>.+)$")
 MARKER = re.compile(re.escape(MARKER_PREFIX) + r"\s*(?P<key>\S+)\s*-->")
 FAULTS = ("drop_response", "slow", "fail")
+DEFAULT_BRANCH = "main"
+MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
 @dataclass
@@ -35,10 +41,41 @@ def _key_of(body: str) -> str:
     return match["key"] if match else ""
 
 
+def _object_sha(kind: str, document: Any) -> str:
+    return hashlib.sha1(f"{kind}:{json.dumps(document, sort_keys=True)}".encode()).hexdigest()  # noqa: S324 — an id, as git's
+
+
+@dataclass
+class Repository:
+    """Git data as GitHub's API shows it: a tree is a flat map of path to content."""
+
+    full_name: str
+    refs: dict[str, str] = field(default_factory=dict)  # "heads/main" -> commit sha
+    commits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    trees: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        empty = self.add_tree({})
+        self.refs[f"heads/{DEFAULT_BRANCH}"] = self.add_commit("Initial commit", empty, [])
+
+    def add_tree(self, files: dict[str, str]) -> str:
+        sha = _object_sha("tree", files)
+        self.trees[sha] = dict(files)
+        return sha
+
+    def add_commit(self, message: str, tree: str, parents: list[str]) -> str:
+        sha = _object_sha("commit", {"message": message, "tree": tree, "parents": parents, "n": len(self.commits)})
+        self.commits[sha] = {"sha": sha, "message": message, "tree": {"sha": tree},
+                             "parents": [{"sha": parent} for parent in parents]}
+        return sha
+
+
 class LocalGitHub:
     def __init__(self, token: str, port: int = 0) -> None:
         self.token = token
         self._issues: list[dict[str, Any]] = []
+        self._pulls: list[dict[str, Any]] = []
+        self._repositories: dict[str, Repository] = {}
         self._lock = threading.Lock()
         self._faults: deque[Fault] = deque()
         self._written_keys: list[str] = []
@@ -82,42 +119,197 @@ class LocalGitHub:
         with self._lock:
             return sum(1 for key in self._written_keys if key.startswith(key_prefix))
 
-    # -- what the tracker holds ------------------------------------------------------------
+    # -- what the receiver holds -----------------------------------------------------------
     def issues(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(issue) for issue in self._issues]
 
     def issues_by_key(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for issue in self.issues():
-            key = _key_of(issue.get("body") or "")
-            if key:
-                counts[key] = counts.get(key, 0) + 1
-        return counts
+        return _count_by_key(self.issues())
 
-    def _create(self, owner: str, repo: str, body: dict[str, Any]) -> dict[str, Any]:
+    def pulls(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(pull) for pull in self._pulls]
+
+    def pulls_by_key(self) -> dict[str, int]:
+        return _count_by_key(self.pulls())
+
+    def files_at(self, full_name: str, branch: str) -> dict[str, str]:
+        """The files on a branch's head commit."""
+        with self._lock:
+            repository = self._repository(full_name)
+            commit = repository.commits[repository.refs[f"heads/{branch}"]]
+            return dict(repository.trees[commit["tree"]["sha"]])
+
+    def _repository(self, full_name: str) -> Repository:
+        """Called with the lock held."""
+        if full_name not in self._repositories:
+            self._repositories[full_name] = Repository(full_name)
+        return self._repositories[full_name]
+
+    # -- issues ----------------------------------------------------------------------------
+    def _create_issue(self, full_name: str, body: dict[str, Any]) -> tuple[int, Any]:
         with self._lock:
             number = len(self._issues) + 1
             issue = {
                 "id": 10_000 + number, "number": number, "state": "open",
                 "title": body.get("title", ""), "body": body.get("body", ""),
                 "labels": [{"name": name} for name in body.get("labels", [])],
-                "html_url": f"{self.url}/{owner}/{repo}/issues/{number}",
-                "repository": f"{owner}/{repo}",
+                "html_url": f"{self.url}/{full_name}/issues/{number}", "repository": full_name,
             }
             self._issues.append(issue)
-            return dict(issue)
+            return HTTPStatus.CREATED, dict(issue)
 
-    def _list(self, owner: str, repo: str, query: dict[str, list[str]]) -> list[dict[str, Any]]:
-        label = (query.get("labels") or [None])[0]
-        per_page = int((query.get("per_page") or ["30"])[0])
-        page = int((query.get("page") or ["1"])[0])
-        matching = [i for i in self.issues() if i["repository"] == f"{owner}/{repo}"
+    def _list_issues(self, full_name: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        label = _first(query, "labels")
+        matching = [i for i in self.issues() if i["repository"] == full_name
                     and (label is None or label in {lbl["name"] for lbl in i["labels"]})]
-        return matching[(page - 1) * per_page: page * per_page]
+        return HTTPStatus.OK, _page(matching, query)
+
+    def _get_issue(self, full_name: str, number: int) -> tuple[int, Any]:
+        found = [i for i in self.issues() if i["number"] == number and i["repository"] == full_name]
+        return (HTTPStatus.OK, found[0]) if found else _not_found()
+
+    # -- git data --------------------------------------------------------------------------
+    def _get_ref(self, full_name: str, ref: str) -> tuple[int, Any]:
+        with self._lock:
+            sha = self._repository(full_name).refs.get(ref)
+        if sha is None:
+            return _not_found()
+        return HTTPStatus.OK, {"ref": f"refs/{ref}", "object": {"sha": sha, "type": "commit"}}
+
+    def _get_commit(self, full_name: str, sha: str) -> tuple[int, Any]:
+        with self._lock:
+            commit = self._repository(full_name).commits.get(sha)
+        return (HTTPStatus.OK, dict(commit)) if commit else _not_found()
+
+    def _create_tree(self, full_name: str, body: dict[str, Any]) -> tuple[int, Any]:
+        with self._lock:
+            repository = self._repository(full_name)
+            files = dict(repository.trees.get(body.get("base_tree") or "", {}))
+            for entry in body.get("tree") or []:
+                if entry.get("type") != "blob" or not isinstance(entry.get("content"), str):
+                    return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "only blobs with inline content are modelled"}
+                files[entry["path"]] = entry["content"]
+            return HTTPStatus.CREATED, {"sha": repository.add_tree(files)}
+
+    def _create_commit(self, full_name: str, body: dict[str, Any]) -> tuple[int, Any]:
+        with self._lock:
+            repository = self._repository(full_name)
+            parents = list(body.get("parents") or [])
+            if body.get("tree") not in repository.trees or any(p not in repository.commits for p in parents):
+                return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "tree or parent does not exist"}
+            return HTTPStatus.CREATED, {"sha": repository.add_commit(str(body.get("message", "")), body["tree"], parents)}
+
+    def _create_ref(self, full_name: str, body: dict[str, Any]) -> tuple[int, Any]:
+        ref = str(body.get("ref", "")).removeprefix("refs/")
+        with self._lock:
+            repository = self._repository(full_name)
+            if ref in repository.refs:
+                return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "Reference already exists"}
+            if body.get("sha") not in repository.commits:
+                return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "Object does not exist"}
+            repository.refs[ref] = body["sha"]
+        return HTTPStatus.CREATED, {"ref": f"refs/{ref}", "object": {"sha": body["sha"], "type": "commit"}}
+
+    def _update_ref(self, full_name: str, ref: str, body: dict[str, Any]) -> tuple[int, Any]:
+        with self._lock:
+            repository = self._repository(full_name)
+            if ref not in repository.refs:
+                return _not_found()
+            if body.get("sha") not in repository.commits:
+                return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "Object does not exist"}
+            repository.refs[ref] = body["sha"]
+        return HTTPStatus.OK, {"ref": f"refs/{ref}", "object": {"sha": body["sha"], "type": "commit"}}
+
+    # -- pulls -----------------------------------------------------------------------------
+    def _create_pull(self, full_name: str, body: dict[str, Any]) -> tuple[int, Any]:
+        head, base = str(body.get("head", "")), str(body.get("base", ""))
+        with self._lock:
+            repository = self._repository(full_name)
+            if f"heads/{head}" not in repository.refs or f"heads/{base}" not in repository.refs:
+                return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "Validation Failed: head or base does not exist"}
+            if any(p["repository"] == full_name and p["head"]["ref"] == head and p["state"] == "open"
+                   for p in self._pulls):
+                return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": f"A pull request already exists for {head}."}
+            number = len(self._pulls) + 1
+            owner = full_name.split("/")[0]
+            pull = {
+                "id": 20_000 + number, "number": number, "state": "open",
+                "title": body.get("title", ""), "body": body.get("body", ""),
+                "head": {"ref": head, "label": f"{owner}:{head}", "sha": repository.refs[f"heads/{head}"]},
+                "base": {"ref": base, "sha": repository.refs[f"heads/{base}"]},
+                "html_url": f"{self.url}/{full_name}/pull/{number}", "repository": full_name,
+            }
+            self._pulls.append(pull)
+            return HTTPStatus.CREATED, dict(pull)
+
+    def _list_pulls(self, full_name: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        head = _first(query, "head")  # "owner:branch", as GitHub takes it
+        state = _first(query, "state") or "open"
+        matching = [p for p in self.pulls() if p["repository"] == full_name
+                    and (head is None or p["head"]["label"] == head)
+                    and (state == "all" or p["state"] == state)]
+        return HTTPStatus.OK, _page(matching, query)
+
+    def _get_pull(self, full_name: str, number: int) -> tuple[int, Any]:
+        found = [p for p in self.pulls() if p["number"] == number and p["repository"] == full_name]
+        return (HTTPStatus.OK, found[0]) if found else _not_found()
+
+    # -- routing ---------------------------------------------------------------------------
+    def route(self, method: str, path: str) -> tuple[Callable[..., tuple[int, Any]], tuple[Any, ...], bool] | None:
+        """The operation for a request, its leading arguments, and whether it is a keyed write
+        (one that faults strike)."""
+        parts = urlsplit(path)
+        match = REPOSITORY_PATH.match(parts.path)
+        if not match:
+            return None
+        full_name, rest, query = f"{match['owner']}/{match['repo']}", match["rest"], parse_qs(parts.query)
+        routes: list[tuple[str, str, Callable[..., tuple[int, Any]], bool]] = [
+            ("GET", r"issues", lambda: self._list_issues(full_name, query), False),
+            ("GET", r"issues/(\d+)", lambda n: self._get_issue(full_name, int(n)), False),
+            ("POST", r"issues", lambda body: self._create_issue(full_name, body), True),
+            ("GET", r"git/ref/(heads/.+)", lambda ref: self._get_ref(full_name, ref), False),
+            ("GET", r"git/commits/([0-9a-f]+)", lambda sha: self._get_commit(full_name, sha), False),
+            ("POST", r"git/trees", lambda body: self._create_tree(full_name, body), False),
+            ("POST", r"git/commits", lambda body: self._create_commit(full_name, body), False),
+            ("POST", r"git/refs", lambda body: self._create_ref(full_name, body), False),
+            ("PATCH", r"git/refs/(heads/.+)", lambda ref, body: self._update_ref(full_name, ref, body), False),
+            ("GET", r"pulls", lambda: self._list_pulls(full_name, query), False),
+            ("GET", r"pulls/(\d+)", lambda n: self._get_pull(full_name, int(n)), False),
+            ("POST", r"pulls", lambda body: self._create_pull(full_name, body), True),
+        ]
+        for route_method, pattern, operation, keyed in routes:
+            found = re.fullmatch(pattern, rest)
+            if route_method == method and found:
+                return operation, found.groups(), keyed
+        return None
 
 
-def _handler_for(tracker: LocalGitHub) -> type[BaseHTTPRequestHandler]:
+def _count_by_key(records: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in records:
+        key = _key_of(record.get("body") or "")
+        if key:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _first(query: dict[str, list[str]], name: str) -> str | None:
+    return (query.get(name) or [None])[0]
+
+
+def _page(records: list[dict[str, Any]], query: dict[str, list[str]]) -> list[dict[str, Any]]:
+    per_page = int(_first(query, "per_page") or "30")
+    page = int(_first(query, "page") or "1")
+    return records[(page - 1) * per_page: page * per_page]
+
+
+def _not_found() -> tuple[int, Any]:
+    return HTTPStatus.NOT_FOUND, {"message": "Not Found"}
+
+
+def _handler_for(github: LocalGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -132,47 +324,37 @@ def _handler_for(tracker: LocalGitHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _authorized(self) -> bool:
-            if self.headers.get("Authorization") == f"Bearer {tracker.token}":
-                return True
-            self._reply(HTTPStatus.UNAUTHORIZED, {"message": "Bad credentials"})
-            return False
-
-        def do_GET(self) -> None:  # noqa: N802 — the base class's name
-            if not self._authorized():
+        def _handle(self) -> None:
+            if self.headers.get("Authorization") != f"Bearer {github.token}":
+                self._reply(HTTPStatus.UNAUTHORIZED, {"message": "Bad credentials"})
                 return
-            parts = urlsplit(self.path)
-            match = ISSUES_PATH.match(parts.path)
-            if not match:
+            routed = github.route(self.command, self.path)
+            if routed is None:
                 self._reply(HTTPStatus.NOT_FOUND, {"message": "Not Found"})
                 return
-            if match["number"]:
-                found = [i for i in tracker.issues() if i["number"] == int(match["number"])
-                         and i["repository"] == f"{match['owner']}/{match['repo']}"]
-                self._reply(HTTPStatus.OK if found else HTTPStatus.NOT_FOUND,
-                            found[0] if found else {"message": "Not Found"})
+            operation, arguments, keyed = routed
+            if self.command == "GET":
+                self._reply(*operation(*arguments))
                 return
-            self._reply(HTTPStatus.OK, tracker._list(match["owner"], match["repo"], parse_qs(parts.query)))
-
-        def do_POST(self) -> None:  # noqa: N802
-            if not self._authorized():
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"message": "Body too large"})
+                self.close_connection = True
                 return
-            match = ISSUES_PATH.match(urlsplit(self.path).path)
-            if not match or match["number"]:
-                self._reply(HTTPStatus.NOT_FOUND, {"message": "Not Found"})
-                return
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            fault = tracker._receive_write(_key_of(str(body.get("body") or "")))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            fault = github._receive_write(_key_of(str(body.get("body") or ""))) if keyed else None
             if fault and fault.kind == "fail":
                 self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"message": "Service Unavailable"})
                 return
             if fault and fault.kind == "slow":
                 time.sleep(fault.delay_s)  # the write lands, late: after the caller gave up waiting
-            issue = tracker._create(match["owner"], match["repo"], body)
+            status, document = operation(*arguments, body)
             if fault and fault.kind == "drop_response":
                 self.close_connection = True
                 self.connection.shutdown(2)  # accepted, and the answer never arrives
                 return
-            self._reply(HTTPStatus.CREATED, issue)
+            self._reply(status, document)
+
+        do_GET = do_POST = do_PATCH = _handle  # noqa: N815 — the base class's names
 
     return Handler

@@ -28,6 +28,7 @@ def test_demo_recovers_from_every_injected_failure_and_summarizes_in_json():
     assert summary["approved_by"].endswith(":user/agentledger-reviewer")
     assert summary["self_approvals_refused"] == 1
     assert "refused with HTTP 403" in finished.stdout and "separation of duties" in finished.stdout
+    assert summary["pull_requests_at_receiver"] == 1 and summary["pull_request"].endswith("/pull/1")
     assert summary["tickets_at_receiver"] == 1
     assert summary["duplicated_side_effects"] == 0
     assert summary["duplicates_suppressed"] >= 1

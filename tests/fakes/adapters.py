@@ -17,7 +17,7 @@ from agentledger.errors import (
     RunNotFoundError,
 )
 from agentledger.ledger import created_transition, next_version, place_record, record_key
-from agentledger.models import ArtifactRef, Decision, Ledger, Record, Run, RunState, RunStatus
+from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus
 
 
 class InMemoryLedger:

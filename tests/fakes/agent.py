@@ -15,14 +15,16 @@ class InstantAgent(ReferenceAgent):
     def __init__(self) -> None:
         super().__init__()
         self.calls: Counter[str] = Counter()
+        self.briefs: list[Any] = []
 
     def inspect(self, snapshot: Any) -> Any:
         self.calls["inspect"] += 1
         return super().inspect(snapshot)
 
-    def plan(self, inventory: Any, snapshot: Any) -> Any:
+    def plan(self, inventory: Any, snapshot: Any, brief: Any) -> Any:
         self.calls["plan"] += 1
-        return super().plan(inventory, snapshot)
+        self.briefs.append(brief)
+        return super().plan(inventory, snapshot, brief)
 
     def execute(self, plan: Any, snapshot: Any, workspace: str | os.PathLike[str]) -> Any:
         self.calls["execute"] += 1

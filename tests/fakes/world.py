@@ -31,10 +31,11 @@ OPERATOR = "arn:aws:sts::123456789012:assumed-role/operator/on-call"
 UP_TO_REVIEW = (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY)
 
 
-def memory_settings(workspace_root: Path, max_replans: int = 3) -> Settings:
+def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_plans: bool = False) -> Settings:
     return Settings(ledger_table="ledger", artifact_bucket="memory-bucket", idempotency_table="idempotency",
                     environment="dev", state_machine_arn="arn:memory:stateMachine:run",
-                    workspace_root=workspace_root, max_replans=max_replans, agent_spec=None)
+                    workspace_root=workspace_root, max_replans=max_replans, agent_spec=None,
+                    review_empty_plans=review_empty_plans)
 
 
 @dataclass
@@ -77,8 +78,8 @@ class World:
 
 
 def build_world(tmp_path: Path, *, max_replans: int = 3, tracker: InMemoryTracker | None = None,
-                receivers: dict[str, Receiver] | None = None) -> World:
-    settings = memory_settings(tmp_path / "workspaces", max_replans)
+                receivers: dict[str, Receiver] | None = None, review_empty_plans: bool = False) -> World:
+    settings = memory_settings(tmp_path / "workspaces", max_replans, review_empty_plans)
     ledger, artifacts, executions, metrics = InMemoryLedger(), InMemoryArtifacts(), RecordingExecutions(), RecordingMetrics()
     sources, agent, builds = DirectorySources(), InstantAgent(), InstantBuilds(artifacts)
     tracker = tracker or InMemoryTracker()

@@ -103,6 +103,9 @@ def test_function_environment(resources, logical_id, name: str) -> None:
     assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "AgentLedger"
     assert variables["POWERTOOLS_LOG_LEVEL"] == "INFO"
     assert variables["AGENTLEDGER_ENVIRONMENT"] == "dev"
+    # cdk.json's defaults: an empty plan ends the run without review; the reference agent.
+    assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "false"
+    assert variables["AGENTLEDGER_AGENT"] == ""
     if name in WORKFLOW_DRIVERS:
         assert variables["STATE_MACHINE_ARN"] == {
             "Ref": logical_id("AWS::StepFunctions::StateMachine", "RunStateMachine")
@@ -230,6 +233,7 @@ def test_effect_function_environment(resources, logical_id) -> None:
     # cdk.json's defaults: GitHub's public API, and no repository (tickets off).
     assert variables["GITHUB_API_URL"] == "https://api.github.com"
     assert variables["GITHUB_REPOSITORY"] == ""
+    assert variables["GITHUB_BASE_BRANCH"] == "main"
     assert variables["AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS"] == "5"
 
 

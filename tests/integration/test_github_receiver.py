@@ -1,4 +1,5 @@
-"""The ticket receiver against the local GitHub-compatible tracker over real HTTP (loopback)."""
+"""The ticket and pull-request receivers against the local GitHub-compatible receiver over real HTTP
+(loopback)."""
 from __future__ import annotations
 
 import time
@@ -6,7 +7,9 @@ import time
 import pytest
 
 from agentledger.receivers import (
+    GitHubApi,
     GitHubIssues,
+    GitHubPullRequests,
     ReceiverErrorResponse,
     ReceiverNoResponseError,
     ReceiverRejectedError,
@@ -36,8 +39,12 @@ def _eventually(condition, timeout_s: float = 10.0):
     return value
 
 
+def _api(tracker: LocalGitHub, token: str = TOKEN, timeout_s: float = 2.0) -> GitHubApi:
+    return GitHubApi(tracker.url, "acme/widgets", token, timeout_s)
+
+
 def _client(tracker: LocalGitHub, token: str = TOKEN, timeout_s: float = 2.0) -> GitHubIssues:
-    return GitHubIssues(tracker.url, "acme/widgets", token, timeout_s)
+    return GitHubIssues(_api(tracker, token, timeout_s))
 
 
 def test_a_written_issue_is_found_by_its_key_and_read_back(tracker):
@@ -82,4 +89,61 @@ def test_bad_credentials_are_a_rejection(tracker):
 
 def test_nothing_listening_means_the_write_was_not_sent():
     with pytest.raises(ReceiverUnavailableError):
-        GitHubIssues("http://127.0.0.1:9", "acme/widgets", TOKEN, 1.0).send("k", PAYLOAD)
+        GitHubIssues(GitHubApi("http://127.0.0.1:9", "acme/widgets", TOKEN, 1.0)).send("k", PAYLOAD)
+
+
+# -- pull requests ---------------------------------------------------------------------------------
+PR_KEY = "run-1/pull_request/0123456789abcdef"
+PR_PAYLOAD = {"title": "agentledger: tests", "body": "what the run did", "commit_message": "Add tests",
+              "files": {"agentledger_tests/test_calc.py": "def test_add():\n    assert 1 + 1 == 2\n"}}
+
+
+def _pulls(tracker: LocalGitHub, timeout_s: float = 2.0) -> GitHubPullRequests:
+    return GitHubPullRequests(_api(tracker, timeout_s=timeout_s), "main")
+
+
+def test_a_pull_request_carries_the_files_on_a_branch_named_after_the_run_and_is_found_by_branch_and_key(tracker):
+    pulls = _pulls(tracker)
+    opened = pulls.send(PR_KEY, PR_PAYLOAD)
+    assert opened.receiver_id == "PR #1" and opened.url.endswith("/acme/widgets/pull/1")
+    assert opened.raw["head"] == "agentledger/run-1/0123456789abcdef"
+    assert tracker.files_at("acme/widgets", "agentledger/run-1/0123456789abcdef") == PR_PAYLOAD["files"]
+    assert tracker.files_at("acme/widgets", "main") == {}  # the base branch is untouched
+    assert pulls.read_back(opened, PR_KEY).receiver_id == "PR #1"
+    assert [c.receiver_id for c in pulls.find(PR_KEY)] == ["PR #1"]
+    assert pulls.find("run-1/pull_request/ffffffffffffffff") == []
+    assert tracker.pulls_by_key() == {PR_KEY: 1}
+
+
+def test_a_lost_pull_request_response_is_no_response_and_the_pull_request_is_found_again(tracker):
+    tracker.inject("drop_response", key_prefix="run-1/pull_request/")
+    with pytest.raises(ReceiverNoResponseError):
+        _pulls(tracker).send(PR_KEY, PR_PAYLOAD)
+    assert [c.receiver_id for c in _pulls(tracker).find(PR_KEY)] == ["PR #1"]
+
+
+def test_a_branch_pushed_by_an_attempt_that_died_is_moved_and_one_pull_request_is_opened(tracker):
+    pulls = _pulls(tracker)
+    pulls._push("agentledger/run-1/0123456789abcdef", {**PR_PAYLOAD, "files": {"stale.py": "x = 1\n"}})
+    opened = pulls.send(PR_KEY, PR_PAYLOAD)
+    assert tracker.files_at("acme/widgets", opened.raw["head"]) == PR_PAYLOAD["files"]
+    assert tracker.pulls_by_key() == {PR_KEY: 1}
+
+
+def test_a_failed_pull_request_creation_is_an_error_response_and_opens_nothing(tracker):
+    tracker.inject("fail", key_prefix="run-1/pull_request/")
+    with pytest.raises(ReceiverErrorResponse):
+        _pulls(tracker).send(PR_KEY, PR_PAYLOAD)
+    assert tracker.pulls() == []
+    assert _pulls(tracker).send(PR_KEY, PR_PAYLOAD).receiver_id == "PR #1"
+
+
+def test_a_second_pull_request_for_the_same_branch_is_refused(tracker):
+    _pulls(tracker).send(PR_KEY, PR_PAYLOAD)
+    with pytest.raises(ReceiverRejectedError, match="already exists"):
+        _pulls(tracker).send(PR_KEY, PR_PAYLOAD)
+
+
+def test_a_missing_base_branch_is_a_rejection_that_names_it(tracker):
+    with pytest.raises(ReceiverRejectedError, match="404"):
+        GitHubPullRequests(_api(tracker), "trunk").send(PR_KEY, PR_PAYLOAD)

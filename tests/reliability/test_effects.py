@@ -1,14 +1,17 @@
-"""Side effects never duplicate: one ticket and one notification per key at the receiver,
-whatever crashes, lost responses, slow answers or concurrent duplicates happen on the way.
+"""Side effects never duplicate: one pull request, one ticket and one notification per key at the
+receiver, whatever crashes, lost responses, slow answers or concurrent duplicates happen on the way.
 
 Tests share one runtime, so each arms its faults for its own run's keys and counts only those:
 another run's write neither takes the fault nor shows up in the count."""
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from agentledger.faults import EFFECT_CRASH_POINTS
 
 pytestmark = pytest.mark.reliability
 
@@ -23,8 +26,8 @@ def _effects(driver, run_id):
     return {e["kind"]: e for e in driver.view(run_id)["effects"].values()}
 
 
-def _keys_of(run_id):
-    return f"{run_id}/"
+def _keys_of(run_id, effect=""):
+    return f"{run_id}/{effect}/" if effect else f"{run_id}/"
 
 
 def _at_receiver(runtime, run_id):
@@ -33,25 +36,57 @@ def _at_receiver(runtime, run_id):
     return tickets, notes
 
 
+def _pulls_at_receiver(runtime, run_id):
+    return {k: n for k, n in runtime.github.pulls_by_key().items() if k.startswith(_keys_of(run_id))}
+
+
 def test_a_run_opens_one_ticket_and_sends_each_notification_once(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     assert _complete(driver, runtime, run_id) == "SUCCEEDED"
     effects = _effects(driver, run_id)
     assert {kind: e["status"] for kind, e in effects.items()} == {
-        "review_notification": "confirmed", "ticket": "confirmed", "completion_notification": "confirmed"}
+        "review_notification": "confirmed", "pull_request": "confirmed", "ticket": "confirmed",
+        "completion_notification": "confirmed"}
     tickets, notes = _at_receiver(runtime, run_id)
     assert list(tickets.values()) == [1]
     assert sorted(notes.values()) == [1, 1]
+    assert list(_pulls_at_receiver(runtime, run_id).values()) == [1]
+
+    pull_request = effects["pull_request"]
+    assert pull_request["receiver_id"].startswith("PR #")
+    pull = next(p for p in runtime.github.pulls() if pull_request["key"] in p["body"])
+    assert pull["head"]["ref"].startswith(f"agentledger/{run_id}/") and pull["base"]["ref"] == "main"
+    written = json.loads(driver.artifact_bytes(run_id, "test-files.json"))
+    assert runtime.github.files_at(pull["repository"], pull["head"]["ref"]) == written
+    assert written and all(path.startswith("agentledger_tests/") for path in written)
+    assert "Approved by:** arn:aws:iam::" in pull["body"]
+
     assert effects["ticket"]["receiver_id"].startswith("#")
     issue = next(i for i in runtime.github.issues() if effects["ticket"]["key"] in i["body"])
     assert "changes.diff" in issue["body"] and "test-output.txt" in issue["body"]
+    assert f"**Pull request:** {pull_request['receiver_url']}" in issue["body"]
     completion = next(n for n in runtime.notifications() if n["key"] == effects["completion_notification"]["key"])
     assert completion["message"]["ticket"] == effects["ticket"]["receiver_url"]
+    assert completion["message"]["pull_request"] == pull_request["receiver_url"]
 
 
-@pytest.mark.parametrize("point", ["before_call", "after_accept", "after_record"])
+@pytest.mark.parametrize("point", EFFECT_CRASH_POINTS)
+def test_a_crash_inside_the_pull_request_write_leaves_one_pull_request(driver, runtime, sample_repo, point):
+    run_id = driver.start(sample_repo, crash=f"complete:pull_request.{point}")
+    assert _complete(driver, runtime, run_id) == "SUCCEEDED"
+    assert list(_pulls_at_receiver(runtime, run_id).values()) == [1]
+    assert runtime.github.writes_received(_keys_of(run_id, "pull_request")) == 1  # never sent twice
+    tickets, notes = _at_receiver(runtime, run_id)
+    assert list(tickets.values()) == [1] and sorted(notes.values()) == [1, 1]
+    pull_request = _effects(driver, run_id)["pull_request"]
+    assert pull_request["status"] == "confirmed"
+    assert pull_request["duplicates_suppressed"] == (1 if point == "after_accept" else 0)
+    assert runtime.crashes.interruptions(run_id) == 1
+
+
+@pytest.mark.parametrize("point", EFFECT_CRASH_POINTS)
 def test_a_crash_inside_the_ticket_write_leaves_one_ticket(driver, runtime, sample_repo, point):
-    run_id = driver.start(sample_repo, crash=f"complete:{point}")
+    run_id = driver.start(sample_repo, crash=f"complete:ticket.{point}")
     assert _complete(driver, runtime, run_id) == "SUCCEEDED"
     tickets, notes = _at_receiver(runtime, run_id)
     assert list(tickets.values()) == [1]
@@ -67,10 +102,10 @@ def test_a_crash_inside_the_ticket_write_leaves_one_ticket(driver, runtime, samp
 def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id))
+    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id, "ticket"))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
-    assert runtime.github.writes_received(_keys_of(run_id)) == 1
+    assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1
     tickets, _ = _at_receiver(runtime, run_id)
     assert list(tickets.values()) == [1]
     ticket = _effects(driver, run_id)["ticket"]
@@ -80,7 +115,7 @@ def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_rep
 def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    runtime.github.inject("fail", key_prefix=_keys_of(run_id))
+    runtime.github.inject("fail", key_prefix=_keys_of(run_id, "ticket"))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
     tickets, _ = _at_receiver(runtime, run_id)
@@ -91,7 +126,7 @@ def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime,
 def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    runtime.github.inject("slow", delay_s=7, key_prefix=_keys_of(run_id))
+    runtime.github.inject("slow", delay_s=7, key_prefix=_keys_of(run_id, "ticket"))
     assert driver.review(run_id).status == 200
     seen = []
     deadline = time.monotonic() + 60
@@ -105,7 +140,7 @@ def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, 
     assert ("unconfirmed", False) in seen, seen  # no answer yet, and nothing at the tracker yet
     assert seen[-1] == ("confirmed", True)
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=60) == "SUCCEEDED"
-    assert runtime.github.writes_received(_keys_of(run_id)) == 1
+    assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
 
 
@@ -117,7 +152,7 @@ def test_ten_concurrent_duplicate_invocations_write_once(driver, runtime, sample
     with ThreadPoolExecutor(max_workers=10) as pool:
         results = list(pool.map(lambda _: runtime.invoke("handlers.effects.deliver", event), range(10)))
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
-    assert runtime.github.writes_received(_keys_of(run_id)) == 1
+    assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
     outcomes = {payload.get("status") or payload.get("errorType") for payload, _ in results}
     assert outcomes <= {"confirmed", "EffectInProgressError"}
@@ -127,7 +162,7 @@ def test_a_write_that_is_never_confirmed_is_handed_to_a_person_not_resent(driver
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
     # Longer than every bounded re-check together.
-    runtime.github.inject("slow", delay_s=60, key_prefix=_keys_of(run_id))
+    runtime.github.inject("slow", delay_s=60, key_prefix=_keys_of(run_id, "ticket"))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "FAILED"
 
@@ -138,4 +173,15 @@ def test_a_write_that_is_never_confirmed_is_handed_to_a_person_not_resent(driver
     ticket = next(e for e in details["partial_effect"]["external_effects"] if e["kind"] == "ticket")
     assert ticket["status"] == "unconfirmed" and ticket["attempts"] == 1
     assert _effects(driver, run_id)["ticket"]["rechecks"] >= 3
-    assert runtime.github.writes_received(_keys_of(run_id)) == 1  # re-checked, never written again
+    assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1  # re-checked, never written again
+
+
+def test_a_lost_pull_request_response_is_reconciled_by_branch_and_key_not_reopened(driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id, "pull_request"))
+    assert driver.review(run_id).status == 200
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
+    assert runtime.github.writes_received(_keys_of(run_id, "pull_request")) == 1
+    assert list(_pulls_at_receiver(runtime, run_id).values()) == [1]
+    assert _effects(driver, run_id)["pull_request"]["duplicates_suppressed"] == 1

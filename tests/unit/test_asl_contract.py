@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentledger.restart import RETRYABLE_ERRORS
-from agentledger.states import NextAction, RecoveryAction, Verdict
+from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
 from infra import PROJECT_ROOT
 
 ASL = json.loads((PROJECT_ROOT / "statemachines" / "run.asl.json").read_text())
@@ -35,7 +35,7 @@ def test_every_task_retries_the_transient_errors_the_policy_names(name: str) -> 
 
 
 def test_the_lock_wait_is_retried_by_the_effect_states_and_only_there() -> None:
-    assert EFFECT_TASKS == {"Await review", "Open ticket", "Announce completion"}
+    assert EFFECT_TASKS == {"Await review", "Open pull request", "Open ticket", "Announce completion"}
     for name in EFFECT_TASKS:
         assert any(RECHECK in retry["ErrorEquals"] for retry in TASKS[name]["Retry"])
 
@@ -61,5 +61,24 @@ def test_every_recovery_action_of_the_classifier_is_routed() -> None:
 
 
 def test_only_an_approval_goes_on_to_completion() -> None:
-    assert _choices("Review decision") == {Verdict.APPROVE.value: "Open ticket"}
+    assert _choices("Review decision") == {Verdict.APPROVE.value: "Open pull request"}
     assert STATES["Review decision"]["Default"] == "Assess restart"
+
+
+def test_every_effect_of_a_run_has_its_state_in_the_order_the_run_makes_them() -> None:
+    delivered = [state["Parameters"]["effect"] for state in TASKS.values() if "effect" in state.get("Parameters", {})]
+    assert delivered == [name for name in EFFECTS if EFFECTS[name].stage == Stage.COMPLETE]
+    state = STATES[_choices("Route to next stage")[NextAction.COMPLETE.value]]
+    for name in delivered:
+        state = STATES[state.get("Default") or state["Next"]]
+        assert state["Parameters"]["effect"] == name
+    assert STATES[state["Next"]]["Parameters"]["stage"] == Stage.COMPLETE.value
+
+
+@pytest.mark.parametrize(("choice", "variable"), [("Anything to write?", "$.last_stage.outcome"),
+                                                  ("Anything to deliver?", "$.assessment.outcome")])
+def test_a_run_with_nothing_to_do_goes_straight_to_completion(choice: str, variable: str) -> None:
+    (rule,) = STATES[choice]["Choices"]
+    assert (rule["Variable"], rule["StringEquals"]) == (variable, RunOutcome.NOTHING_TO_DO.value)
+    assert rule["Next"] == "Complete run"
+    assert STATES["Complete run"]["Parameters"]["stage"] == Stage.COMPLETE.value

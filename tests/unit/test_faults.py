@@ -5,9 +5,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentledger import effects, faults
+from agentledger import faults
 from agentledger.faults import SimulatedCrash
-from agentledger.states import Stage
+from agentledger.states import EFFECTS, Stage
 
 pytestmark = pytest.mark.unit
 
@@ -75,21 +75,23 @@ def test_a_later_install_replaces_the_earlier_injector() -> None:
         faults.reach("run-1", "verify", "before_work", "run-1-start")
 
 
-def test_the_stages_with_effect_crash_points_are_the_stages_that_own_an_effect() -> None:
-    assert faults.STAGES_WITH_EFFECTS == {spec.stage for spec in effects.EFFECTS.values()}
-
-
-def test_every_stage_has_the_stage_points_and_only_stages_with_effects_have_the_effect_points() -> None:
+def test_every_stage_has_the_stage_points_and_each_effect_has_its_points_in_its_stage() -> None:
     assert set(faults.CRASH_POINTS) == {stage.value for stage in Stage}
+    assert faults.CRASH_POINTS["complete"] == faults.STAGE_CRASH_POINTS + tuple(
+        f"{effect}.{point}" for effect in ("pull_request", "ticket", "completion_notification")
+        for point in ("before_call", "after_accept", "after_record"))
+    assert faults.CRASH_POINTS["verify"] == faults.STAGE_CRASH_POINTS + ("build_running",)
+    assert faults.CRASH_POINTS["plan"] == faults.STAGE_CRASH_POINTS
     for stage, points in faults.CRASH_POINTS.items():
-        expected_effect_points = faults.EFFECT_CRASH_POINTS if stage in faults.STAGES_WITH_EFFECTS else ()
-        expected_build_points = faults.BUILD_CRASH_POINTS if stage == Stage.VERIFY else ()
-        assert points == faults.STAGE_CRASH_POINTS + expected_effect_points + expected_build_points
+        effect_points = {point.partition(".")[0] for point in points if faults.is_effect_point(point)}
+        assert effect_points == {name for name, spec in EFFECTS.items() if spec.stage == stage}
 
 
 def test_parse_crash_splits_a_known_point_and_lists_the_known_ones_otherwise() -> None:
-    assert faults.parse_crash("complete:after_accept") == ("complete", "after_accept")
-    with pytest.raises(ValueError, match="unknown crash point 'plan:after_accept'; known: inspect:before_work"):
-        faults.parse_crash("plan:after_accept")
+    assert faults.parse_crash("complete:ticket.after_accept") == ("complete", "ticket.after_accept")
+    with pytest.raises(ValueError, match="unknown crash point 'plan:ticket.after_accept'; known: inspect:before_work"):
+        faults.parse_crash("plan:ticket.after_accept")
+    with pytest.raises(ValueError, match="unknown crash point 'complete:after_accept'"):
+        faults.parse_crash("complete:after_accept")
     with pytest.raises(ValueError, match="unknown crash point 'nowhere'"):
         faults.parse_crash("nowhere")

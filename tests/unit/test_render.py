@@ -255,3 +255,27 @@ def test_the_live_line_names_the_running_stage_and_its_time_so_far() -> None:
     assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 3, 10, tzinfo=timezone.utc)) == \
         "  … verify running for 3m05s"
     assert render.elapsed_line({"inspect": stages["inspect"]}, datetime.now(timezone.utc)) is None
+
+
+def test_a_complete_run_names_its_pull_request_or_says_it_had_nothing_to_do() -> None:
+    complete = load("run_complete.json")
+    opened = {**complete, "summary": {**(complete.get("summary") or {}), "pull_request": "https://github.example/o/r/pull/7"}}
+    assert "pull request https://github.example/o/r/pull/7" in render.outcome(opened)
+    assert f"agentledger apply {complete['run']['run_id']}" in render.outcome(opened)
+
+    idle = {**complete, "run": {**complete["run"], "outcome": "nothing_to_do"}}
+    assert "complete with nothing to do" in render.outcome(idle)
+    assert "plan.json" in render.outcome(idle)
+    lines = render.summary({"request": "r", "outcome": "nothing_to_do", "plan": None, "files_changed": [],
+                            "tests": {"written": 0, "outcome": None, "passed": None, "failed": None,
+                                      "errors": None, "skipped": None}})
+    assert lines[2].startswith("  outcome  nothing to do")
+
+
+def test_the_review_brief_says_when_the_planner_made_the_plan_sent_back_again() -> None:
+    document = load("run_awaiting_review.json")
+    document["review"]["unchanged_after"] = {"plan_digest": document["review"]["plan_digest"],
+                                             "comment": "cover the unicode case", "decided_by": "arn:reviewer"}
+    brief = render.review_brief(document, "")
+    assert "arn:reviewer asked for changes to this very plan: cover the unicode case" in section(brief, "Unchanged plan")
+    assert "Unchanged plan" not in render.review_brief(load("run_awaiting_review.json"), "")

@@ -25,7 +25,7 @@ def test_every_forward_edge_is_allowed(current: RunState, target: RunState) -> N
 @pytest.mark.parametrize(("current", "target", "allowed"), [
     (S.INSPECT, S.EXECUTE, ["plan"]),
     (S.CREATED, S.PLAN, ["inspect"]),
-    (S.PLAN, S.VERIFY, ["execute", "inspect"]),
+    (S.PLAN, S.VERIFY, ["execute", "inspect", "complete"]),  # complete: a plan that writes nothing
     (S.EXECUTE, S.AWAIT_REVIEW, ["verify", "plan", "inspect"]),
     (S.VERIFY, S.COMPLETE, ["await_review", "plan", "inspect"]),
 ])

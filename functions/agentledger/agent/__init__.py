@@ -22,6 +22,7 @@ from agentledger.agent.planner import (
     DocstringExamplePlanner,
     Example,
     Plan,
+    PlanBrief,
     PlanItem,
     Planner,
     SkippedTarget,
@@ -44,6 +45,7 @@ __all__ = [
     "Inventory",
     "ModuleInfo",
     "Plan",
+    "PlanBrief",
     "PlanItem",
     "Planner",
     "ReferenceAgent",
@@ -63,7 +65,7 @@ __all__ = [
 class Agent(Protocol):
     def inspect(self, snapshot: SourceSnapshot) -> Inventory: ...
 
-    def plan(self, inventory: Inventory, snapshot: SourceSnapshot) -> Plan: ...
+    def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan: ...
 
     def execute(
         self, plan: Plan, snapshot: SourceSnapshot, workspace: str | os.PathLike[str]
@@ -77,8 +79,8 @@ class ReferenceAgent:
     def inspect(self, snapshot: SourceSnapshot) -> Inventory:
         return inspect_repository(snapshot)
 
-    def plan(self, inventory: Inventory, snapshot: SourceSnapshot) -> Plan:
-        return self.planner.plan(inventory, snapshot)
+    def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
+        return self.planner.plan(inventory, snapshot, brief)
 
     def execute(self, plan: Plan, snapshot: SourceSnapshot, workspace: str | os.PathLike[str]) -> Execution:
         return write_tests(plan, snapshot, workspace)

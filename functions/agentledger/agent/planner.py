@@ -81,10 +81,21 @@ class Plan(BaseModel):
         return digest(self.model_dump(mode="json"))
 
 
+class PlanBrief(BaseModel):
+    """What a person asked for: the run's request and, on a replan after a review, the reviewer's
+    comment on the plan they sent back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: str
+    reviewer_comment: str | None = None
+    rejected_plan_digest: str | None = None
+
+
 class Planner(Protocol):
     name: str
 
-    def plan(self, inventory: Inventory, snapshot: SourceSnapshot) -> Plan: ...
+    def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan: ...
 
 
 def module_import_path(path: str) -> str | None:
@@ -110,7 +121,8 @@ class DocstringExamplePlanner:
 
     name = "docstring-examples"
 
-    def plan(self, inventory: Inventory, snapshot: SourceSnapshot) -> Plan:
+    def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
+        """Deterministic: the brief's request and comment do not change what it plans."""
         items: list[PlanItem] = []
         skipped: list[SkippedTarget] = []
         files_read: dict[str, str] = {}

@@ -63,7 +63,7 @@ class Workflow:
         else:
             self.ledger.append(run_id, decision)
         return {"run_id": run_id, "next": assessment.next, "reason": assessment.reason,
-                "artifacts": self.artifacts.location(run_id)}
+                "outcome": run.outcome or "", "artifacts": self.artifacts.location(run_id)}
 
     # -- the stage states ------------------------------------------------------------------
     def run_stage(self, stage: Stage, run_id: str, execution: str, task_token: str | None = None) -> dict[str, Any]:
@@ -127,7 +127,7 @@ class Workflow:
 
     def _outcome(self, run: Run, stage: Stage, skipped: bool = False) -> dict[str, Any]:
         return {"run_id": run.run_id, "stage": stage.value, "skipped": skipped, "status": run.status.value,
-                "done": True, "artifacts": self.artifacts.location(run.run_id)}
+                "outcome": run.outcome or "", "done": True, "artifacts": self.artifacts.location(run.run_id)}
 
     # -- the ReviewKeeper schedule and the ClassifyFailure state ---------------------------
     def keep_reviews_alive(self) -> dict[str, int]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Agent, Execution, Inventory, Plan
+from ..agent import Agent, Execution, Inventory, Plan, PlanBrief
 from ..agent.source import SourceSnapshot
 from ..config import Settings
 from ..errors import StaleContextError
@@ -17,17 +17,21 @@ from ..evidence import (
     stage_evidence,
 )
 from ..fingerprints import digest
+from ..ledger import new_decision
 from ..models import (
     ArtifactRef,
+    ChangeRequest,
     Evidence,
     Ledger,
     Record,
     Review,
     Run,
+    RunOutcome,
     RunStatus,
     Stage,
     StageStatus,
 )
+from ..states import DecisionKind, Verdict
 from ..ports import ArtifactPort, BuildPort, LedgerPort
 from .verification import TestBuilds
 
@@ -97,11 +101,26 @@ class StageWork:
     def plan(self, ctx: StageContext) -> StageResult:
         inventory = Inventory.model_validate(
             self.artifacts.get_json(committed_output(ctx.ledger, Stage.INSPECT, "inventory.json")))
-        plan = self.agent.plan(inventory, ctx.snapshot)
+        sent_back = _change_request(ctx.ledger)
+        brief = PlanBrief(request=ctx.run.request, reviewer_comment=sent_back.comment if sent_back else None,
+                          rejected_plan_digest=sent_back.plan_digest if sent_back else None)
+        plan = self.agent.plan(inventory, ctx.snapshot, brief)
         ref = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "plan.json", plan.model_dump(mode="json"))
         reads = {"revision": ctx.snapshot.revision, **file_dependencies(plan.files_read)}
         evidence = stage_evidence(Stage.PLAN, plan.digest(), ctx.ledger, reads)
-        return StageResult([ref], evidence, changes={"plan_digest": plan.digest()})
+        records: list[Record] = []
+        if sent_back is not None and sent_back.plan_digest == plan.digest():
+            records.append(new_decision(
+                DecisionKind.REPLAN_UNCHANGED,
+                f"the planner ({plan.planner}) made the same plan again after {sent_back.decided_by or 'the reviewer'} "
+                f"asked for changes; the reviewer is asked again",
+                {"plan_digest": plan.digest(), "comment": sent_back.comment}, ctx.execution))
+        if plan.items:
+            outcome = RunOutcome.CHANGES_PROPOSED
+        else:
+            outcome = RunOutcome.EMPTY_PLAN_REVIEWED if self.settings.review_empty_plans else RunOutcome.NOTHING_TO_DO
+        return StageResult([ref], evidence, changes={"plan_digest": plan.digest(), "outcome": outcome},
+                           records=records)
 
     def execute(self, ctx: StageContext) -> StageResult:
         plan = Plan.model_validate(self.artifacts.get_json(committed_output(ctx.ledger, Stage.PLAN, "plan.json")))
@@ -149,14 +168,22 @@ class StageWork:
             "test_output": committed_output(ctx.ledger, Stage.VERIFY, "test-output.txt").key,
         }
         ref = self.artifacts.put_json(run_id, Stage.AWAIT_REVIEW, "review-request.json", request)
+        sent_back = _change_request(ctx.ledger)
+        unchanged_after = sent_back if sent_back is not None and sent_back.plan_digest == plan_digest else None
+        if unchanged_after is not None:
+            request["unchanged_after"] = unchanged_after.model_dump(mode="json")
         review = Review(task_token=ctx.task_token, plan_digest=plan_digest, revision=ctx.snapshot.revision,
-                        execution=ctx.execution)
+                        execution=ctx.execution, unchanged_after=unchanged_after)
         return StageResult([ref], None, stage_status=StageStatus.RUNNING, run_status=RunStatus.AWAITING_REVIEW,
                            records=[review])
 
     def complete(self, ctx: StageContext) -> StageResult:
         ledger, run_id = ctx.ledger, ctx.run.run_id
-        verification = self.artifacts.get_json(committed_output(ledger, Stage.VERIFY, "command.json"))
+        nothing_to_do = ctx.run.outcome == RunOutcome.NOTHING_TO_DO
+        verification = None if nothing_to_do else self.artifacts.get_json(
+            committed_output(ledger, Stage.VERIFY, "command.json"))
+        approved = None if nothing_to_do or ledger.review is None else ledger.review.model_dump(
+            mode="json", exclude={"task_token"})
         committed = committed_keys(ledger)
         summary = {
             "run_id": run_id,
@@ -164,8 +191,9 @@ class StageWork:
             "repository": ctx.run.repository,
             "revision": ctx.snapshot.revision,
             "environment": ctx.run.environment,
+            "outcome": ctx.run.outcome,
             "plan_digest": ledger.evidence[EVIDENCE_OF[Stage.PLAN]].fingerprint,
-            "approved_by_review": ledger.review.model_dump(mode="json", exclude={"task_token"}) if ledger.review else None,
+            "approved_by_review": approved,
             "tests": verification,
             "artifacts": {ref.name: {"key": ref.key, "sha256": ref.sha256} for ref in ledger.artifacts
                           if ref.key in committed},
@@ -184,10 +212,20 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         "",
         f"- request: {summary['request']}",
         f"- repository: {summary['repository']} at {summary['revision']}",
+        f"- outcome: {summary['outcome']}",
         f"- plan: {summary['plan_digest']}",
-        f"- tests: `{tests['command']}`: {tests['reason']}",
+        f"- tests: `{tests['command']}`: {tests['reason']}" if tests else "- tests: none written, none run",
         "",
         "## Artifacts",
     ]
     lines += [f"- {name}: `{a['key']}` (sha256 {a['sha256'][:12]}…)" for name, a in sorted(summary["artifacts"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _change_request(ledger: Ledger) -> ChangeRequest | None:
+    """The reviewer's request for changes, if the last review sent the plan back."""
+    review = ledger.review
+    if review is None or review.decision != Verdict.REQUEST_CHANGES:
+        return None
+    return ChangeRequest(plan_digest=review.plan_digest, comment=review.comment, decided_by=review.decided_by,
+                         decided_at=review.decided_at)

@@ -6,6 +6,10 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+from agentledger.agent import PlanBrief
+
+BRIEF = PlanBrief(request="write tests for calc")
+
 CALC = '''\
 """A calculator."""
 

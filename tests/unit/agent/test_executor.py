@@ -8,7 +8,7 @@ import pytest
 
 from agentledger.agent import ReferenceAgent, apply_files, snapshot_directory
 
-from .samples import make_sample_repo, write
+from .samples import BRIEF, make_sample_repo, write
 
 pytestmark = pytest.mark.unit
 
@@ -18,7 +18,7 @@ GENERATED = "agentledger_tests/test_pkg_calc.py"
 def _execute(repo, workspace, agent=None):
     agent = agent or ReferenceAgent()
     snapshot = snapshot_directory(repo)
-    plan = agent.plan(agent.inspect(snapshot), snapshot)
+    plan = agent.plan(agent.inspect(snapshot), snapshot, BRIEF)
     return snapshot, agent.execute(plan, snapshot, workspace)
 
 

@@ -12,7 +12,7 @@ from agentledger.agent import (
     snapshot_directory,
 )
 
-from .samples import make_sample_repo, write
+from .samples import BRIEF, make_sample_repo, write
 
 pytestmark = pytest.mark.unit
 
@@ -76,7 +76,7 @@ class SingleExamplePlanner:
 
     name = "single-example"
 
-    def plan(self, inventory, snapshot):
+    def plan(self, inventory, snapshot, brief):
         item = PlanItem(
             target="pkg/calc.py::multiply",
             test_path="agentledger_tests/test_multiply.py",
@@ -89,7 +89,7 @@ class SingleExamplePlanner:
 def test_the_reference_agent_runs_a_plugged_in_planner(tmp_path):
     agent = ReferenceAgent(planner=SingleExamplePlanner())
     snapshot = snapshot_directory(make_sample_repo(tmp_path / "repo"))
-    plan = agent.plan(agent.inspect(snapshot), snapshot)
+    plan = agent.plan(agent.inspect(snapshot), snapshot, BRIEF)
     execution = agent.execute(plan, snapshot, tmp_path / "ws")
     assert "agentledger_tests/test_multiply.py" in execution.files
     assert "multiply(3, 4)" in execution.files["agentledger_tests/test_multiply.py"]

@@ -13,14 +13,14 @@ from agentledger.agent import (
 )
 from agentledger.agent.planner import module_import_path
 
-from .samples import make_sample_repo, write
+from .samples import BRIEF, make_sample_repo, write
 
 pytestmark = pytest.mark.unit
 
 
 def _plan(repo):
     snapshot = snapshot_directory(repo)
-    return DocstringExamplePlanner().plan(inspect_repository(snapshot), snapshot)
+    return DocstringExamplePlanner().plan(inspect_repository(snapshot), snapshot, BRIEF)
 
 
 def test_plans_one_test_module_per_source_module_from_docstring_examples(tmp_path):
@@ -47,7 +47,7 @@ def test_untested_functions_without_examples_are_skipped_with_a_reason(tmp_path)
 def test_files_read_are_the_planned_modules_with_their_hashes(tmp_path):
     repo = make_sample_repo(tmp_path / "repo")
     snapshot = snapshot_directory(repo)
-    plan = DocstringExamplePlanner().plan(inspect_repository(snapshot), snapshot)
+    plan = DocstringExamplePlanner().plan(inspect_repository(snapshot), snapshot, BRIEF)
     assert plan.files_read == {"pkg/calc.py": snapshot.files["pkg/calc.py"]}
     assert plan.revision == snapshot.revision
 
