@@ -158,3 +158,29 @@ def repository(tmp_path: Path) -> Path:
 def cli(api_url: str) -> Callable[..., CliResult]:
     """The CLI against the served API, asking for JSON."""
     return lambda *args: run_cli(*args, "--api", api_url, "--json")
+
+
+def wait_for_status(api_url: str, run_id: str, status: str, timeout_s: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        document = http(api_url, "GET", f"/runs/{run_id}").body
+        if document["run"]["status"] == status or time.monotonic() > deadline:
+            assert document["run"]["status"] == status, document["run"]
+            return document
+        time.sleep(0.2)
+
+
+def assert_one_line_error(result: CliResult, *fragments: str) -> None:
+    assert result.exit_code == 1, result
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("agentledger: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture
+def awaiting_review(cli: Callable[..., CliResult], repository: Path) -> dict[str, Any]:
+    """A run started and followed by the CLI until it waits for review."""
+    return cli("run", str(repository), "--wait", "--request", "write tests for calc").json()

@@ -5,7 +5,6 @@ import json
 import re
 import socket
 import tempfile
-import time
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -17,39 +16,24 @@ import pytest
 from infra.cli.main import EXIT_CLOSED_PIPE, EXIT_NEEDS_PERSON
 from infra.local.faults import CRASH_POINTS
 
-from .conftest import OPERATOR, PROFILES_DIR, REQUESTER, REVIEWER, CliResult, free_port, http, run_cli
+from .conftest import (
+    OPERATOR,
+    PROFILES_DIR,
+    REQUESTER,
+    REVIEWER,
+    CliResult,
+    assert_one_line_error,
+    free_port,
+    http,
+    run_cli,
+    wait_for_status,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 STAGES = ["inspect", "plan", "execute", "verify", "await_review", "complete"]
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 Cli = Callable[..., CliResult]
-
-
-def wait_for_status(api_url: str, run_id: str, status: str, timeout_s: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        document = http(api_url, "GET", f"/runs/{run_id}").body
-        if document["run"]["status"] == status or time.monotonic() > deadline:
-            assert document["run"]["status"] == status, document["run"]
-            return document
-        time.sleep(0.2)
-
-
-def assert_one_line_error(result: CliResult, *fragments: str) -> None:
-    assert result.exit_code == 1, result
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("agentledger: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
-
-
-@pytest.fixture
-def awaiting_review(cli: Cli, repository: Path) -> dict[str, Any]:
-    """A run started and followed by the CLI until it waits for review."""
-    return cli("run", str(repository), "--wait", "--request", "write tests for calc").json()
 
 
 def test_run_wait_stops_at_review_with_the_first_four_stages_complete(awaiting_review: dict[str, Any],
