@@ -224,7 +224,7 @@ def run_timeline(document: Mapping[str, Any]) -> str:
         summary(document.get("summary")),
         _handoff(document.get("handoff")),
         _header(document),
-        _stages(document.get("stages") or {}),
+        _stages(document.get("stages") or {}, (document.get("run") or {}).get("outcome") == "nothing_to_do"),
         _tests(document.get("test_runs") or {}),
         _evidence(document.get("evidence") or {}, document.get("evidence_status") or {}),
         _artifacts(document.get("artifacts") or [], document.get("artifact_location")),
@@ -256,12 +256,13 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
         if plan["targets"] > len(plan["first"]):
             lines.append(f"             … and {plan['targets'] - len(plan['first'])} more (`agentledger artifact RUN plan.json`)")
     changed = brief.get("files_changed") or []
-    lines.append(f"  files    {len(changed)} written: " + (", ".join(f"{f['path']} (+{f['lines']})" for f in changed)
-                                                           if changed else "none yet"))
+    idle = brief.get("outcome") == "nothing_to_do"
+    lines.append(f"  files    {len(changed)} written" + (": " + ", ".join(f"{f['path']} (+{f['lines']})" for f in changed)
+                                                         if changed else "" if idle else ": none yet"))
     tests = brief["tests"]
     shown = (f"{tests['outcome']}: {tests['passed']} passed, {tests['failed']} failed, {tests['errors']} errored, "
              f"{tests['skipped']} skipped" if tests.get("passed") is not None
-             else (tests.get("outcome") or "not run yet"))
+             else (tests.get("outcome") or ("none run" if idle else "not run yet")))
     lines.append(f"  tests    {tests['written']} written; {shown}")
     return lines
 
@@ -357,12 +358,12 @@ def _header(document: Mapping[str, Any]) -> list[str]:
     return [f"{label.ljust(width)}  {value}" for label, value in fields]
 
 
-def _stages(stages: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def _stages(stages: Mapping[str, Mapping[str, Any]], nothing_to_do: bool = False) -> list[str]:
     rows = []
     for name in STAGE_ORDER:
         record = stages.get(name)
         if record is None:
-            rows.append(("·", name, "not started", "", "", "", ""))
+            rows.append(("·", name, "not needed" if nothing_to_do else "not started", "", "", "", ""))
             continue
         rows.append((STAGE_GLYPHS.get(record["status"], "?"), name, record["status"], str(record.get("attempt", 0)),
                      when(record.get("started_at")), when(record.get("finished_at")),

@@ -23,6 +23,9 @@ from urllib.parse import parse_qs, urlsplit
 from agentledger.receivers import MARKER_PREFIX
 
 REPOSITORY_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<rest>.+)$")
+# Where html_url points: GitHub's page for an issue or pull request. Here a JSON view of it (with
+# a pull request's files), so the links agentledger records open locally.
+PAGE_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<kind>issues|pull)/(?P<number>\d+)$")
 MARKER = re.compile(re.escape(MARKER_PREFIX) + r"\s*(?P<key>\S+)\s*-->")
 FAULTS = ("drop_response", "slow", "fail")
 DEFAULT_BRANCH = "main"
@@ -256,6 +259,18 @@ class LocalGitHub:
         found = [p for p in self.pulls() if p["number"] == number and p["repository"] == full_name]
         return (HTTPStatus.OK, found[0]) if found else _not_found()
 
+    def page(self, path: str) -> tuple[int, Any] | None:
+        match = PAGE_PATH.match(urlsplit(path).path)
+        if not match:
+            return None
+        full_name, number = f"{match['owner']}/{match['repo']}", int(match["number"])
+        if match["kind"] == "issues":
+            return self._get_issue(full_name, number)
+        status, pull = self._get_pull(full_name, number)
+        if status != HTTPStatus.OK:
+            return status, pull
+        return status, {**pull, "files": self.files_at(full_name, pull["head"]["ref"])}
+
     # -- routing ---------------------------------------------------------------------------
     def route(self, method: str, path: str) -> tuple[Callable[..., tuple[int, Any]], tuple[Any, ...], bool] | None:
         """The operation for a request, its leading arguments, and whether it is a keyed write
@@ -325,6 +340,10 @@ def _handler_for(github: LocalGitHub) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _handle(self) -> None:
+            page = github.page(self.path) if self.command == "GET" else None
+            if page is not None:
+                self._reply(*page)
+                return
             if self.headers.get("Authorization") != f"Bearer {github.token}":
                 self._reply(HTTPStatus.UNAUTHORIZED, {"message": "Bad credentials"})
                 return

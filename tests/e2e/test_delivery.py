@@ -59,6 +59,8 @@ def test_an_approved_run_opens_one_pull_request_with_the_files_it_wrote(
     written = json.loads(run_cli("artifact", run_id, "test-files.json", "--api", api_url).stdout)
     assert written and set(written) == {f["path"] for f in done["summary"]["files_changed"]}
 
+    with urllib.request.urlopen(pull_request, timeout=10) as page:  # the link opens locally too
+        assert json.loads(page.read())["files"] == written  # the base branch starts empty locally
     text = run_cli("show", run_id, "--api", api_url).stdout
     assert f"  pull     {pull_request}" in text.split("\n\n")[0]
     assert "PR #" in text  # the effects section names the receiver's id
