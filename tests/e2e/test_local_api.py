@@ -484,6 +484,20 @@ def test_review_without_a_decision_shows_what_is_approved_and_needs_a_terminal_t
     assert "no terminal to ask on" in result.stderr
 
 
+def _read_until_closed(controller: int) -> bytes:
+    """What a pseudo-terminal shows until the process on it exits and closes it."""
+    import os  # noqa: PLC0415
+
+    seen = b""
+    try:
+        while chunk := os.read(controller, 65536):
+            seen += chunk
+    except OSError:
+        pass  # the terminal closed with the process
+    os.close(controller)
+    return seen
+
+
 def test_review_on_a_terminal_asks_and_records_the_answer(api_url: str, awaiting_review: dict[str, Any]) -> None:
     import os  # noqa: PLC0415
     import pty  # noqa: PLC0415
@@ -501,12 +515,7 @@ def test_review_on_a_terminal_asks_and_records_the_answer(api_url: str, awaiting
         seen += os.read(controller, 65536)
     os.write(controller, b"a\n")
     assert process.wait(timeout=60) == 0
-    try:
-        while chunk := os.read(controller, 65536):
-            seen += chunk
-    except OSError:
-        pass  # the terminal closed with the process
-    os.close(controller)
+    seen += _read_until_closed(controller)
     assert b"approve recorded" in seen
     assert wait_for_status(api_url, run_id, "complete")["review"]["decided_by"].endswith("/agentledger-reviewer")
 
@@ -544,13 +553,7 @@ def test_a_live_line_shows_the_running_stage_and_its_time_on_a_terminal(api_url:
                                stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal, cwd=PROJECT_ROOT,
                                env=CLI_ENVIRONMENT)
     os.close(terminal)
-    seen = b""
-    try:
-        while chunk := os.read(controller, 65536):
-            seen += chunk
-    except OSError:
-        pass  # the terminal closed with the process
-    os.close(controller)
+    seen = _read_until_closed(controller)
     assert process.wait(timeout=60) == 0
     assert re.search(rb"\r\x1b\[K  \xe2\x80\xa6 verify running for [1-9]\d*s", seen), seen[-2000:]
     assert b"awaiting review" in seen

@@ -99,17 +99,20 @@ def test_a_crash_inside_the_ticket_write_leaves_one_ticket(driver, runtime, samp
     assert "Runtime.ExitError" in failures
 
 
-def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_repo):
+@pytest.mark.parametrize(("effect", "at_receiver"), [
+    ("ticket", lambda runtime, run_id: list(_at_receiver(runtime, run_id)[0].values())),
+    ("pull_request", lambda runtime, run_id: list(_pulls_at_receiver(runtime, run_id).values())),
+])
+def test_a_lost_response_is_reconciled_not_rewritten(driver, runtime, sample_repo, effect, at_receiver):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
-    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id, "ticket"))
+    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id, effect))
     assert driver.review(run_id).status == 200
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
-    assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1
-    tickets, _ = _at_receiver(runtime, run_id)
-    assert list(tickets.values()) == [1]
-    ticket = _effects(driver, run_id)["ticket"]
-    assert ticket["status"] == "confirmed" and ticket["duplicates_suppressed"] == 1
+    assert runtime.github.writes_received(_keys_of(run_id, effect)) == 1
+    assert at_receiver(runtime, run_id) == [1]
+    delivered = _effects(driver, run_id)[effect]
+    assert delivered["status"] == "confirmed" and delivered["duplicates_suppressed"] == 1
 
 
 def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime, sample_repo):
@@ -175,13 +178,3 @@ def test_a_write_that_is_never_confirmed_is_handed_to_a_person_not_resent(driver
     assert _effects(driver, run_id)["ticket"]["rechecks"] >= 3
     assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1  # re-checked, never written again
 
-
-def test_a_lost_pull_request_response_is_reconciled_by_branch_and_key_not_reopened(driver, runtime, sample_repo):
-    run_id = driver.start(sample_repo)
-    driver.wait(run_id)
-    runtime.github.inject("drop_response", key_prefix=_keys_of(run_id, "pull_request"))
-    assert driver.review(run_id).status == 200
-    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
-    assert runtime.github.writes_received(_keys_of(run_id, "pull_request")) == 1
-    assert list(_pulls_at_receiver(runtime, run_id).values()) == [1]
-    assert _effects(driver, run_id)["pull_request"]["duplicates_suppressed"] == 1
