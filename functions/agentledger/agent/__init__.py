@@ -13,9 +13,9 @@ from typing import Protocol, runtime_checkable
 
 from agentledger.agent.executor import Execution, apply_files, write_tests
 from agentledger.agent.inventory import (
-    FunctionInfo,
     Inventory,
     ModuleInfo,
+    ObjectInfo,
     inspect_repository,
 )
 from agentledger.agent.planner import (
@@ -41,7 +41,7 @@ __all__ = [
     "DocstringExamplePlanner",
     "Example",
     "Execution",
-    "FunctionInfo",
+    "ObjectInfo",
     "Inventory",
     "ModuleInfo",
     "Plan",

@@ -1,9 +1,11 @@
-"""What is there: the public functions of a repository and whether tests already cover them."""
+"""What is there: the documented objects of a repository (modules, classes, methods, functions),
+their doctest examples, and whether the existing tests import or call them."""
 
 from __future__ import annotations
 
 import ast
 import doctest
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
@@ -12,22 +14,27 @@ from agentledger.agent.source import SourceSnapshot
 from agentledger.fingerprints import sha256_bytes
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+DocumentedNode = ast.Module | ast.ClassDef | FunctionNode
+MODULE_OBJECT = ""  # the qualified name of a module's own docstring
+SOURCE_ROOTS = ("src",)
+CALLED_ATTRIBUTE = "."  # marks, among the used names, a method name some test calls  # directories that hold packages without being one (the "src layout")
 
 
-class FunctionInfo(BaseModel):
+class ObjectInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    name: str
+    name: str  # qualified name within its module: "f", "Class", "Class.method"; "" for the module
+    kind: str  # module | class | function | method
     line: int
-    has_examples: bool
-    tested: bool
+    examples: int  # doctest examples in its docstring
+    tested: bool  # an existing test imports or calls it
 
 
 class ModuleInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str
-    functions: list[FunctionInfo]
+    objects: list[ObjectInfo]
 
 
 class Inventory(BaseModel):
@@ -36,8 +43,13 @@ class Inventory(BaseModel):
     revision: str
     files: dict[str, str]  # path -> sha256 of the bytes actually parsed
     modules: list[ModuleInfo]
-    untested: list[str]  # "path::name"
+    untested: list[str]  # "path::name" of public objects no test imports or calls
     unparseable: dict[str, str]  # path -> parse error
+
+    @property
+    def documented(self) -> int:
+        """Objects with doctest examples."""
+        return sum(1 for module in self.modules for obj in module.objects if obj.examples)
 
 
 def is_test_file(path: str) -> bool:
@@ -51,23 +63,49 @@ def is_test_file(path: str) -> bool:
     )
 
 
+def module_import_path(path: str) -> str | None:
+    """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`, `src/pkg/mod.py` -> `pkg.mod`; None if
+    Python cannot import it by name."""
+    pure = PurePosixPath(path)
+    if pure.suffix != ".py":
+        return None
+    parts = list(pure.with_suffix("").parts)
+    if len(parts) > 1 and parts[0] in SOURCE_ROOTS:
+        parts.pop(0)
+    if parts[-1] == "__init__":
+        parts.pop()
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts)
+
+
 def parse_module(source: bytes, path: str) -> ast.Module:
     """Parse Python source; raises SyntaxError or ValueError (e.g. bad encoding, null bytes)."""
     return ast.parse(source, filename=path)
 
 
-def public_functions(tree: ast.Module) -> list[FunctionNode]:
-    """Public top-level functions; a later definition of a name replaces an earlier one, as at run time."""
-    by_name = {
-        node.name: node
-        for node in tree.body
-        if isinstance(node, FunctionNode) and not node.name.startswith("_")
-    }
+def documented_objects(tree: ast.Module) -> Iterator[tuple[str, str, DocumentedNode]]:
+    """(qualified name, kind, node) of the module, its public classes and functions and the public
+    methods of those classes; a later definition of a name replaces an earlier one, as at run time."""
+    yield MODULE_OBJECT, "module", tree
+    for node in _public_definitions(tree.body):
+        if isinstance(node, ast.ClassDef):
+            yield node.name, "class", node
+            for method in _public_definitions(node.body):
+                if not isinstance(method, ast.ClassDef):
+                    yield f"{node.name}.{method.name}", "method", method
+        else:
+            yield node.name, "function", node
+
+
+def _public_definitions(body: list[ast.stmt]) -> list[ast.ClassDef | FunctionNode]:
+    by_name = {node.name: node for node in body
+               if isinstance(node, (ast.ClassDef, *FunctionNode.__args__)) and not node.name.startswith("_")}
     return sorted(by_name.values(), key=lambda node: node.lineno)
 
 
-def docstring_examples(node: FunctionNode) -> list[doctest.Example]:
-    return doctest.DocTestParser().get_examples(ast.get_docstring(node) or "")
+def docstring_examples(node: DocumentedNode) -> list[doctest.Example]:
+    return doctest.DocTestParser().get_examples(ast.get_docstring(node, clean=True) or "")
 
 
 def inspect_repository(snapshot: SourceSnapshot) -> Inventory:
@@ -82,49 +120,77 @@ def inspect_repository(snapshot: SourceSnapshot) -> Inventory:
         except (SyntaxError, ValueError) as error:
             unparseable[path] = f"{type(error).__name__}: {error}"
 
-    tested_names = set()
+    used: set[str] = set()
     for path, tree in trees.items():
         if is_test_file(path):
-            tested_names |= _identifiers(tree)
+            used |= used_names(tree)
 
-    modules = [
-        ModuleInfo(
-            path=path,
-            functions=[
-                FunctionInfo(
-                    name=node.name,
-                    line=node.lineno,
-                    has_examples=bool(docstring_examples(node)),
-                    tested=node.name in tested_names,
-                )
-                for node in public_functions(tree)
-            ],
-        )
-        for path, tree in sorted(trees.items())
-        if not is_test_file(path)
-    ]
-    untested = [
-        f"{module.path}::{function.name}"
-        for module in modules
-        for function in module.functions
-        if not function.tested
-    ]
-    return Inventory(
-        revision=snapshot.revision,
-        files=files,
-        modules=modules,
-        untested=untested,
-        unparseable=unparseable,
-    )
+    modules = []
+    for path, tree in sorted(trees.items()):
+        if is_test_file(path):
+            continue
+        module_name = module_import_path(path)
+        modules.append(ModuleInfo(path=path, objects=[
+            # A module's own examples run only under a doctest run, never under its tests.
+            ObjectInfo(name=name, kind=kind, line=getattr(node, "lineno", 1), examples=len(docstring_examples(node)),
+                       tested=kind != "module" and module_name is not None and is_used(module_name, name, used))
+            for name, kind, node in documented_objects(tree)
+        ]))
+    untested = [f"{module.path}::{obj.name}" for module in modules for obj in module.objects
+                if obj.kind != "module" and not obj.tested]
+    return Inventory(revision=snapshot.revision, files=files, modules=modules, untested=untested,
+                     unparseable=unparseable)
 
 
-def _identifiers(tree: ast.Module) -> set[str]:
-    names = set()
+def used_names(tree: ast.Module) -> set[str]:
+    """The dotted names a test module imports or calls, resolved through its imports: `from
+    pkg.mod import f` gives `pkg.mod.f`; `import pkg.mod as m` then `m.f(...)` gives `pkg.mod.f`."""
+    aliases: dict[str, str] = {}
+    used: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, ast.alias):
-            names.add(node.name.rpartition(".")[2])
-    return names
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.partition(".")[0]
+                # `import pkg.mod` binds `pkg`; `import pkg.mod as m` binds `m` to `pkg.mod`.
+                aliases[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    used.add(f"{node.module}.{alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            used.add(f"{CALLED_ATTRIBUTE}{node.func.attr}")  # `anything.method(...)`
+        if isinstance(node, (ast.Call, ast.Attribute)):
+            dotted = _dotted(node.func if isinstance(node, ast.Call) else node)
+            if dotted:
+                head, _, rest = dotted.partition(".")
+                if head in aliases:
+                    used.add(f"{aliases[head]}.{rest}" if rest else aliases[head])
+    return used
+
+
+def is_used(module_name: str, qualname: str, used: set[str]) -> bool:
+    """Whether `module_name.qualname` is among `used`, directly or re-exported by an enclosing
+    package (`from pkg import f` for `pkg.mod.f`). A method counts when its class is used and a
+    test calls a method of that name."""
+    parts = module_name.split(".")
+    packages = [".".join(parts[:length]) for length in range(1, len(parts) + 1)]
+
+    def named(name: str) -> bool:
+        return any(f"{package}.{name}" in used for package in packages)
+
+    owner, _, method = qualname.partition(".")
+    if method:
+        return named(qualname) or (named(owner) and f"{CALLED_ATTRIBUTE}{method}" in used)
+    return named(qualname)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(names)])

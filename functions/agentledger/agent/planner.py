@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import configparser
+import doctest
+import tomllib
 from pathlib import PurePosixPath
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from agentledger.agent.inventory import (
+    MODULE_OBJECT,
     Inventory,
     docstring_examples,
+    documented_objects,
+    module_import_path,
     parse_module,
-    public_functions,
 )
 from agentledger.agent.source import SourceSnapshot, is_safe_relative_path
 from agentledger.fingerprints import digest, sha256_bytes
 
 GENERATED_TESTS_DIR = "agentledger_tests"
 NO_EXAMPLES = "no docstring examples to turn into tests"
+ALL_SKIPPED = "every docstring example is marked +SKIP"
+# Where pytest reads `doctest_optionflags`, in the order it looks for its configuration.
+PYTEST_CONFIGS: tuple[tuple[str, str], ...] = (
+    ("pytest.ini", "pytest"), ("pyproject.toml", "tool.pytest.ini_options"), ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
 
 
 class Example(BaseModel):
@@ -30,7 +41,7 @@ class Example(BaseModel):
 class PlanItem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    target: str  # "path::function"
+    target: str  # "path::qualified.name"; "path::" for the module's own docstring
     test_path: str
     rationale: str
     examples: list[Example]
@@ -40,8 +51,12 @@ class PlanItem(BaseModel):
         return self.target.partition("::")[0]
 
     @property
-    def function(self) -> str:
+    def qualname(self) -> str:
         return self.target.partition("::")[2]
+
+    @property
+    def test_name(self) -> str:
+        return f"test_{self.qualname.replace('.', '_')}" if self.qualname else "test_module_docstring"
 
 
 class SkippedTarget(BaseModel):
@@ -59,22 +74,27 @@ class Plan(BaseModel):
     items: list[PlanItem]
     skipped: list[SkippedTarget]
     files_read: dict[str, str]  # path -> sha256 of the bytes the planner read
+    option_flags: list[str] = []  # doctest option flags the project configures, by name
 
     @model_validator(mode="after")
     def _items_fit_in_test_files(self) -> Plan:
-        # Plans may come from any planner; the executor imports each target by its module
-        # path, names test methods after functions and writes test_path under the workspace,
-        # so all three must be importable, unambiguous and contained.
+        # Plans may come from any planner; the executor imports each target by its module path,
+        # names tests after qualified names and writes test_path under the workspace, so all three
+        # must be importable, unambiguous and contained.
         seen: set[tuple[str, str]] = set()
         for item in self.items:
-            if module_import_path(item.module_path) is None or not item.function.isidentifier():
-                raise ValueError(f"target {item.target!r} is not 'importable/module.py::function'")
+            qualname_ok = item.qualname == MODULE_OBJECT or all(part.isidentifier() for part in item.qualname.split("."))
+            if module_import_path(item.module_path) is None or "::" not in item.target or not qualname_ok:
+                raise ValueError(f"target {item.target!r} is not 'importable/module.py::qualified.name'")
             if not is_safe_relative_path(item.test_path) or not item.test_path.endswith(".py"):
                 raise ValueError(f"test path {item.test_path!r} is not a relative .py path")
-            key = (item.test_path, item.function)
+            key = (item.test_path, item.test_name)
             if key in seen:
-                raise ValueError(f"two targets named {item.function!r} in {item.test_path}")
+                raise ValueError(f"two targets would be tested by {item.test_name} in {item.test_path}")
             seen.add(key)
+        unknown = sorted(set(self.option_flags) - set(doctest.OPTIONFLAGS_BY_NAME))
+        if unknown:
+            raise ValueError(f"unknown doctest option flags: {', '.join(unknown)}")
         return self
 
     def digest(self) -> str:
@@ -98,26 +118,14 @@ class Planner(Protocol):
     def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan: ...
 
 
-def module_import_path(path: str) -> str | None:
-    """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`; None if Python cannot import it by name."""
-    pure = PurePosixPath(path)
-    if pure.suffix != ".py":
-        return None
-    parts = list(pure.with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    if not parts or not all(part.isidentifier() for part in parts):
-        return None
-    return ".".join(parts)
-
-
 def generated_test_path(module_path: str) -> str:
     flat = PurePosixPath(module_path).with_suffix("").as_posix().replace("/", "_")
     return f"{GENERATED_TESTS_DIR}/test_{flat}.py"
 
 
 class DocstringExamplePlanner:
-    """Turns the doctest examples of untested public functions into unit tests."""
+    """Turns the doctest examples of documented objects no test imports or calls into tests that
+    run them with the standard library's doctest."""
 
     name = "docstring-examples"
 
@@ -128,52 +136,90 @@ class DocstringExamplePlanner:
         files_read: dict[str, str] = {}
         planned_modules: dict[str, str] = {}  # test path -> the module it tests
         for module in inventory.modules:
-            untested = [function for function in module.functions if not function.tested]
-            skipped += [
-                SkippedTarget(target=f"{module.path}::{function.name}", reason=NO_EXAMPLES)
-                for function in untested
-                if not function.has_examples
-            ]
-            with_examples = [function for function in untested if function.has_examples]
+            untested = [obj for obj in module.objects if not obj.tested]
+            skipped += [SkippedTarget(target=f"{module.path}::{obj.name}", reason=NO_EXAMPLES)
+                        for obj in untested if not obj.examples and obj.kind != "module"]
+            with_examples = [obj for obj in untested if obj.examples]
             if not with_examples:
                 continue
             test_path = generated_test_path(module.path)
             reason = _unusable_module_reason(module.path, planned_modules.get(test_path))
             if reason is not None:
-                skipped += [
-                    SkippedTarget(target=f"{module.path}::{function.name}", reason=reason)
-                    for function in with_examples
-                ]
+                skipped += [SkippedTarget(target=f"{module.path}::{obj.name}", reason=reason) for obj in with_examples]
                 continue
             source = (snapshot.root / module.path).read_bytes()
             files_read[module.path] = sha256_bytes(source)
-            examples = _examples_by_function(source, module.path)
-            for function in with_examples:
-                target = f"{module.path}::{function.name}"
-                found = examples.get(function.name)
+            examples = _examples_by_object(source, module.path)
+            for obj in with_examples:
+                target = f"{module.path}::{obj.name}"
+                found = examples.get(obj.name)
                 if not found:
                     # The file changed between inspection and planning.
                     skipped.append(SkippedTarget(target=target, reason="examples not found on re-reading"))
                     continue
+                runnable = [example for example, options in found if not options.get(doctest.SKIP)]
+                if not runnable:
+                    skipped.append(SkippedTarget(target=target, reason=ALL_SKIPPED))
+                    continue
                 planned_modules[test_path] = module.path
-                items.append(
-                    PlanItem(
-                        target=target,
-                        test_path=test_path,
-                        rationale=(
-                            f"{function.name} (line {function.line}) has no test; "
-                            f"its {len(found)} docstring example(s) state its behaviour"
-                        ),
-                        examples=found,
-                    )
-                )
+                items.append(PlanItem(
+                    target=target, test_path=test_path,
+                    rationale=(f"{obj.kind} {obj.name or module.path} (line {obj.line}) has no test that imports "
+                               f"or calls it; its {len(runnable)} docstring example(s) state its behaviour"),
+                    examples=runnable,
+                ))
+        flags, config_read = project_option_flags(snapshot)
+        if items:
+            files_read.update(config_read)
         return Plan(
             planner=self.name,
             revision=snapshot.revision,
             items=sorted(items, key=lambda item: item.target),
             skipped=sorted(skipped, key=lambda skip: skip.target),
             files_read=files_read,
+            option_flags=flags if items else [],
         )
+
+
+def project_option_flags(snapshot: SourceSnapshot) -> tuple[list[str], dict[str, str]]:
+    """The doctest option flags of pytest's `doctest_optionflags` in the first configuration file
+    pytest would read, and that file's digest. Flags of pytest's own (NUMBER, ALLOW_UNICODE,
+    ALLOW_BYTES) have no meaning to the standard library's runner and are left out."""
+    for name, section in PYTEST_CONFIGS:
+        path = snapshot.root / name
+        if name not in snapshot.files or not path.is_file():
+            continue
+        data = path.read_bytes()
+        value = _config_value(name, section, data)
+        if value is None:
+            continue
+        words = value.split() if isinstance(value, str) else [str(word) for word in value]
+        return sorted({word for word in words if word in doctest.OPTIONFLAGS_BY_NAME}), {name: sha256_bytes(data)}
+    return [], {}
+
+
+def _config_value(name: str, section: str, data: bytes) -> str | list[str] | None:
+    """`doctest_optionflags` of that section, or None when the file has no such section (pytest
+    then looks further) or cannot be read."""
+    if name.endswith(".toml"):
+        try:
+            table = tomllib.loads(data.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return None
+        for key in section.split("."):
+            table = table.get(key) if isinstance(table, dict) else None
+        if not isinstance(table, dict):
+            return None
+        value = table.get("doctest_optionflags", "")
+        return value if isinstance(value, (str, list)) else ""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(data.decode("utf-8"))
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    if not parser.has_section(section):
+        return None
+    return parser.get(section, "doctest_optionflags", fallback="")
 
 
 def _unusable_module_reason(module_path: str, module_with_same_test_path: str | None) -> str | None:
@@ -184,15 +230,13 @@ def _unusable_module_reason(module_path: str, module_with_same_test_path: str | 
     return None
 
 
-def _examples_by_function(source: bytes, path: str) -> dict[str, list[Example]]:
+def _examples_by_object(source: bytes, path: str) -> dict[str, list[tuple[Example, dict[int, bool]]]]:
     try:
         tree = parse_module(source, path)
     except (SyntaxError, ValueError):
         return {}
     return {
-        node.name: [
-            Example(source=example.source.rstrip("\n"), expected=example.want.rstrip("\n"))
-            for example in docstring_examples(node)
-        ]
-        for node in public_functions(tree)
+        name: [(Example(source=example.source.rstrip("\n"), expected=example.want.rstrip("\n")), example.options)
+               for example in docstring_examples(node)]
+        for name, _, node in documented_objects(tree)
     }

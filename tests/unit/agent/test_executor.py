@@ -13,6 +13,7 @@ from .samples import BRIEF, make_sample_repo, write
 pytestmark = pytest.mark.unit
 
 GENERATED = "agentledger_tests/test_pkg_calc.py"
+CONFTEST = "agentledger_tests/conftest.py"
 
 
 def _execute(repo, workspace, agent=None):
@@ -22,47 +23,130 @@ def _execute(repo, workspace, agent=None):
     return snapshot, agent.execute(plan, snapshot, workspace)
 
 
-def _run_suite(workspace: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    """The generated tests, run the way a repository's own toolchain would run them."""
-    command = command or ("-m", "unittest", "discover", "-s", "agentledger_tests", "-t", ".")
-    return subprocess.run([sys.executable, *command], cwd=workspace, capture_output=True, text=True, timeout=60)
+def _run_suite(workspace: Path) -> subprocess.CompletedProcess[str]:
+    """The generated tests, run the way a repository's own toolchain runs them: pytest."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "agentledger_tests"],
+                          cwd=workspace, capture_output=True, text=True, timeout=60)
 
 
-def test_generated_tests_pass_under_unittest(tmp_path):
+def test_one_idiomatic_pytest_test_per_documented_object_and_they_pass(tmp_path):
     _, execution = _execute(make_sample_repo(tmp_path / "repo"), tmp_path / "ws")
+    assert sorted(execution.files) == ["agentledger_tests/__init__.py", CONFTEST, GENERATED]
+    generated = execution.files[GENERATED]
+    assert generated.startswith('"""Tests agentledger wrote from the docstring examples of pkg/calc.py."""\n\n'
+                                "import pkg.calc\n\n\n"
+                                "def test_Accumulator_total(docstring_examples):\n"
+                                "    docstring_examples(pkg.calc.Accumulator.total, r\'\'\'\n"
+                                "        >>> Accumulator().total()\n        0\n    \'\'\')\n")
+    assert ("def test_add(docstring_examples):\n    docstring_examples(pkg.calc.add, r\'\'\'\n"
+            "        >>> add(2, 3)\n        5\n        >>> total = add(1, 1)\n        >>> total * SCALE\n        20\n"
+            "    \'\'\')\n") in generated
+    assert generated.count("def test_") == 3 and "import doctest" not in generated
+    assert "doctest.DocTestRunner" in execution.files[CONFTEST] and "exec(" not in execution.files[CONFTEST]
     verification = _run_suite(tmp_path / "ws")
-    assert verification.returncode == 0, verification.stderr
-    assert "Ran 4 tests" in verification.stderr  # three examples of add, one of divide
-    assert sorted(execution.files) == ["agentledger_tests/__init__.py", GENERATED]
-
-
-def test_generated_tests_pass_under_pytest(tmp_path):
-    _execute(make_sample_repo(tmp_path / "repo"), tmp_path / "ws")
-    verification = _run_suite(tmp_path / "ws", "-m", "pytest", "-q", "-p", "no:cacheprovider", "agentledger_tests")
     assert verification.returncode == 0, verification.stdout
-    assert "4 passed" in verification.stdout
+    assert "3 passed" in verification.stdout
 
 
 @pytest.mark.parametrize(
-    ("original", "wrong", "failing_test"),
+    ("original", "wrong", "failing_test", "shown"),
     [
-        (">>> add(2, 3)\n    5", ">>> add(2, 3)\n    6", "test_add_example_1"),
-        ("ZeroDivisionError: division by zero", "ValueError: division by zero", "test_divide_example_1"),
+        (">>> add(2, 3)\n    5", ">>> add(2, 3)\n    6", "test_add", "Expected:\n    6\nGot:\n    5"),
+        ("ZeroDivisionError: division by zero", "ValueError: division by zero", "test_divide",
+         "ZeroDivisionError: division by zero"),
     ],
     ids=["wrong-value", "wrong-exception"],
 )
-def test_a_wrong_example_makes_verification_fail_with_the_failure_in_the_output(
-    tmp_path, original, wrong, failing_test
-):
+def test_a_wrong_example_fails_its_test_with_doctests_report(tmp_path, original, wrong, failing_test, shown):
     repo = make_sample_repo(tmp_path / "repo")
     calc = (repo / "pkg/calc.py").read_text()
     assert original in calc
     write(repo, "pkg/calc.py", calc.replace(original, wrong))
     _execute(repo, tmp_path / "ws")
     verification = _run_suite(tmp_path / "ws")
-    assert verification.returncode not in (0, None)
-    assert f"FAIL: {failing_test}" in verification.stderr
-    assert "FAILED (failures=1)" in verification.stderr
+    assert verification.returncode == 1
+    assert f"FAILED agentledger_tests/test_pkg_calc.py::{failing_test}" in verification.stdout
+    assert "1 failed, 2 passed" in verification.stdout
+    assert shown in verification.stdout
+
+
+DOCTEST_BEHAVIOURS = '''\
+"""Examples that only the standard library's doctest runs right.
+
+>>> class MyObject(object): pass
+>>> MyObject.__name__
+'MyObject'
+"""
+
+import time
+
+
+def defines():
+    """
+    >>> shared = "set by defines"
+    >>> shared
+    'set by defines'
+    """
+
+
+def isolated():
+    """Runs in fresh globals: nothing another object's examples defined is here.
+
+    >>> shared
+    Traceback (most recent call last):
+      ...
+    NameError: name 'shared' is not defined
+    """
+
+
+def directives():
+    """
+    >>> list(range(20))  # doctest: +ELLIPSIS
+    [0, 1, ..., 19]
+    >>> time.sleep(3600)  # doctest: +SKIP
+    >>> raise SystemExit("a +SKIP example that ran would end the test run")  # doctest: +SKIP
+    """
+
+
+def project_flags():
+    """Needs the project's NORMALIZE_WHITESPACE.
+
+    >>> list(range(3))
+    [0,   1,
+     2]
+    """
+
+
+class Widget:
+    """
+    >>> Widget().name
+    'widget'
+    """
+
+    name = "widget"
+
+    def grow(self, by):
+        """
+        >>> Widget().grow(2)
+        3
+        """
+        return 1 + by
+'''
+
+
+def test_directives_option_flags_compound_one_liners_classes_methods_and_isolation(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "behaviours.py", DOCTEST_BEHAVIOURS)
+    write(repo, "pyproject.toml", '[tool.pytest.ini_options]\ndoctest_optionflags = "NORMALIZE_WHITESPACE"\n')
+    _, execution = _execute(repo, tmp_path / "ws")
+    assert "OPTION_FLAGS = doctest.NORMALIZE_WHITESPACE" in execution.files[CONFTEST]
+    verification = _run_suite(tmp_path / "ws")
+    assert verification.returncode == 0, verification.stdout
+    assert "7 passed" in verification.stdout  # module, defines, isolated, directives, project_flags, Widget, grow
+    # Without the project's flag, its example fails: the flag is what made it pass.
+    write(repo, "pyproject.toml", "[project]\nname = 'behaviours'\n")
+    _execute(repo, tmp_path / "ws")
+    assert "FAILED agentledger_tests/test_behaviours.py::test_project_flags" in _run_suite(tmp_path / "ws").stdout
 
 
 def test_the_diff_adds_the_generated_files_to_the_source(tmp_path):

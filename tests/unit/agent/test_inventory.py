@@ -14,19 +14,24 @@ def inventory(tmp_path):
     return inspect_repository(snapshot_directory(make_sample_repo(tmp_path / "repo")))
 
 
-def test_lists_public_top_level_functions_of_source_modules(inventory):
+def test_lists_the_module_its_public_functions_classes_and_methods_with_their_examples(inventory):
     calc = {module.path: module for module in inventory.modules}["pkg/calc.py"]
-    assert [(f.name, f.line, f.has_examples) for f in calc.functions] == [
-        ("add", 6, True),
-        ("divide", 18, True),
-        ("subtract", 28, True),
-        ("multiply", 36, False),
+    assert [(o.name, o.kind, o.line, o.examples) for o in calc.objects] == [
+        ("", "module", 1, 0),
+        ("add", "function", 6, 3),
+        ("divide", "function", 18, 1),
+        ("subtract", "function", 28, 1),
+        ("multiply", "function", 36, 0),
+        ("Accumulator", "class", 48, 0),
+        ("Accumulator.total", "method", 49, 1),
     ]
     assert [module.path for module in inventory.modules] == ["pkg/__init__.py", "pkg/calc.py"]
+    assert inventory.documented == 4
 
 
-def test_untested_lists_functions_no_existing_test_mentions(inventory):
-    assert inventory.untested == ["pkg/calc.py::add", "pkg/calc.py::divide", "pkg/calc.py::multiply"]
+def test_untested_lists_what_no_existing_test_imports_or_calls(inventory):
+    assert inventory.untested == ["pkg/calc.py::add", "pkg/calc.py::divide", "pkg/calc.py::multiply",
+                                  "pkg/calc.py::Accumulator", "pkg/calc.py::Accumulator.total"]
 
 
 def test_a_file_that_does_not_parse_is_reported_not_fatal(inventory):
@@ -53,6 +58,35 @@ def test_any_test_file_convention_counts_as_testing_a_function(tmp_path, test_fi
     inventory = inspect_repository(snapshot_directory(repo))
     assert inventory.untested == []
     assert [module.path for module in inventory.modules] == ["calc.py"]
+
+
+@pytest.mark.parametrize(("test_source", "tested"), [
+    ("from pkg.calc import add\n", {"add"}),
+    ("import pkg.calc as c\n\nc.add(1, 2)\n", {"add"}),
+    ("import pkg.calc\n\npkg.calc.add(1, 2)\n", {"add"}),
+    ("from pkg import calc\n\ncalc.Box().size()\n", {"Box", "Box.size"}),
+    ("from pkg import add\n", {"add"}),  # re-exported by the package
+    ("from pkg.calc import Box\n", {"Box"}),  # the class is used, its method never called
+    ("def add(a, b):\n    return a + b\n\nadd(1, 2)\n", set()),  # a local function of the same name
+    ("from other import add\n", set()),
+    ("x = 'add'\n", set()),
+])
+def test_tested_means_imported_or_called_through_the_tests_imports(tmp_path, test_source, tested):
+    repo = tmp_path / "repo"
+    write(repo, "pkg/__init__.py", "from pkg.calc import add\n")
+    write(repo, "pkg/calc.py", "def add(a, b):\n    return a + b\n\n\nclass Box:\n    def size(self):\n        return 1\n")
+    write(repo, "tests/test_calc.py", test_source)
+    inventory = inspect_repository(snapshot_directory(repo))
+    calc = {module.path: module for module in inventory.modules}["pkg/calc.py"]
+    assert {obj.name for obj in calc.objects if obj.tested} == tested
+
+
+def test_a_src_layout_module_is_imported_without_src(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "src/pkg/__init__.py", "")
+    write(repo, "src/pkg/calc.py", "def add(a, b):\n    return a + b\n")
+    write(repo, "tests/test_calc.py", "from pkg.calc import add\n")
+    assert inspect_repository(snapshot_directory(repo)).untested == []
 
 
 def test_a_name_only_in_a_test_comment_does_not_count(tmp_path):

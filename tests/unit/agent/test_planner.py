@@ -11,7 +11,7 @@ from agentledger.agent import (
     inspect_repository,
     snapshot_directory,
 )
-from agentledger.agent.planner import module_import_path
+from agentledger.agent.inventory import module_import_path
 
 from .samples import BRIEF, make_sample_repo, write
 
@@ -26,11 +26,12 @@ def _plan(repo):
 def test_plans_one_test_module_per_source_module_from_docstring_examples(tmp_path):
     plan = _plan(make_sample_repo(tmp_path / "repo"))
     assert plan.planner == "docstring-examples"
-    assert [(item.target, item.test_path) for item in plan.items] == [
-        ("pkg/calc.py::add", "agentledger_tests/test_pkg_calc.py"),
-        ("pkg/calc.py::divide", "agentledger_tests/test_pkg_calc.py"),
+    assert [(item.target, item.test_path, item.test_name) for item in plan.items] == [
+        ("pkg/calc.py::Accumulator.total", "agentledger_tests/test_pkg_calc.py", "test_Accumulator_total"),
+        ("pkg/calc.py::add", "agentledger_tests/test_pkg_calc.py", "test_add"),
+        ("pkg/calc.py::divide", "agentledger_tests/test_pkg_calc.py", "test_divide"),
     ]
-    assert plan.items[0].examples == [
+    assert plan.items[1].examples == [
         Example(source="add(2, 3)", expected="5"),
         Example(source="total = add(1, 1)", expected=""),
         Example(source="total * SCALE", expected="20"),
@@ -40,7 +41,8 @@ def test_plans_one_test_module_per_source_module_from_docstring_examples(tmp_pat
 def test_untested_functions_without_examples_are_skipped_with_a_reason(tmp_path):
     plan = _plan(make_sample_repo(tmp_path / "repo"))
     assert [(skip.target, skip.reason) for skip in plan.skipped] == [
-        ("pkg/calc.py::multiply", "no docstring examples to turn into tests")
+        ("pkg/calc.py::Accumulator", "no docstring examples to turn into tests"),
+        ("pkg/calc.py::multiply", "no docstring examples to turn into tests"),
     ]
 
 
@@ -106,7 +108,8 @@ def test_modules_that_cannot_be_imported_by_name_are_skipped(tmp_path):
 @pytest.mark.parametrize(
     ("path", "expected"),
     [("pkg/mod.py", "pkg.mod"), ("mod.py", "mod"), ("pkg/__init__.py", "pkg"),
-     ("my-scripts/mod.py", None), ("__init__.py", None), ("notes.txt", None)],
+     ("my-scripts/mod.py", None), ("__init__.py", None), ("notes.txt", None), ("src/pkg/mod.py", "pkg.mod"),
+     ("src/mod.py", "mod"), ("src.py", "src")],
 )
 def test_module_import_path(path, expected):
     assert module_import_path(path) == expected
@@ -116,7 +119,7 @@ def test_module_import_path(path, expected):
     ("target", "test_path"),
     [("pkg/mod.py::f", "../outside.py"), ("pkg/mod.py::f", "/abs/test_x.py"),
      ("pkg/mod.py::f", "tests/data.txt"), ("pkg/mod.py", "tests/test_x.py"),
-     ("pkg/mod.py::Class.method", "tests/test_x.py")],
+     ("pkg/mod.py::Class..method", "tests/test_x.py"), ("pkg/mod.py::f-g", "tests/test_x.py")],
 )
 def test_a_plan_refuses_items_the_executor_could_not_write_safely(target, test_path):
     with pytest.raises(ValidationError):
@@ -131,5 +134,54 @@ def test_a_plan_refuses_two_functions_of_one_name_in_one_test_file():
         PlanItem(target=f"{module}::f", test_path="t/test_x.py", rationale="", examples=[])
         for module in ("a.py", "b.py")
     ]
-    with pytest.raises(ValidationError, match="two targets named 'f'"):
+    with pytest.raises(ValidationError, match="two targets would be tested by test_f in t/test_x.py"):
         Plan(planner="custom", revision="r", skipped=[], files_read={}, items=items)
+
+
+def test_a_plan_takes_methods_and_the_module_docstring_as_targets():
+    items = [PlanItem(target=target, test_path="t/test_x.py", rationale="", examples=[])
+             for target in ("pkg/mod.py::", "pkg/mod.py::Class.method", "pkg/mod.py::Class")]
+    plan = Plan(planner="custom", revision="r", skipped=[], files_read={}, items=items)
+    assert [item.test_name for item in plan.items] == ["test_module_docstring", "test_Class_method", "test_Class"]
+
+
+def test_the_module_docstring_is_a_target_of_its_own(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "pkg/__init__.py", '"""The package.\n\n>>> 1 + 1\n2\n"""\n')
+    plan = _plan(repo)
+    assert [item.target for item in plan.items] == ["pkg/__init__.py::"]
+    assert plan.items[0].rationale.startswith("module pkg/__init__.py (line 1)")
+
+
+def test_an_object_whose_examples_are_all_skipped_is_not_planned(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "slow.py", 'def run_everything():\n    """\n    >>> run_everything()  # doctest: +SKIP\n    True\n    """\n')
+    write(repo, "half.py", 'def f():\n    """\n    >>> f()  # doctest: +SKIP\n    1\n    >>> 2\n    2\n    """\n')
+    plan = _plan(repo)
+    assert [(skip.target, skip.reason) for skip in plan.skipped] == [
+        ("slow.py::run_everything", "every docstring example is marked +SKIP")]
+    assert [(item.target, [e.source for e in item.examples]) for item in plan.items] == [("half.py::f", ["2"])]
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("pyproject.toml", '[tool.pytest.ini_options]\ndoctest_optionflags = "NORMALIZE_WHITESPACE ELLIPSIS NUMBER"\n'),
+    ("pyproject.toml", '[tool.pytest.ini_options]\ndoctest_optionflags = ["NORMALIZE_WHITESPACE", "ELLIPSIS"]\n'),
+    ("setup.cfg", "[tool:pytest]\ndoctest_optionflags = NORMALIZE_WHITESPACE ELLIPSIS\n"),
+    ("tox.ini", "[pytest]\ndoctest_optionflags = NORMALIZE_WHITESPACE ELLIPSIS\n"),
+    ("pytest.ini", "[pytest]\ndoctest_optionflags = NORMALIZE_WHITESPACE ELLIPSIS\n"),
+])
+def test_the_projects_doctest_option_flags_are_read_where_pytest_reads_them(tmp_path, name, content):
+    repo = make_sample_repo(tmp_path / "repo")
+    write(repo, name, content)
+    plan = _plan(repo)
+    assert plan.option_flags == ["ELLIPSIS", "NORMALIZE_WHITESPACE"]  # pytest's own NUMBER means nothing here
+    assert name in plan.files_read  # editing the configuration invalidates the plan
+
+
+def test_pytest_ini_wins_over_pyproject_and_a_pyproject_without_pytest_settings_is_passed_over(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    write(repo, "pyproject.toml", "[project]\nname = 'sample'\n")
+    write(repo, "setup.cfg", "[tool:pytest]\ndoctest_optionflags = ELLIPSIS\n")
+    assert _plan(repo).option_flags == ["ELLIPSIS"]
+    write(repo, "pytest.ini", "[pytest]\ndoctest_optionflags = IGNORE_EXCEPTION_DETAIL\n")
+    assert _plan(repo).option_flags == ["IGNORE_EXCEPTION_DETAIL"]
