@@ -11,6 +11,7 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra import PROJECT_ROOT
+from infra.constructs.functions import PlannerConfig
 from infra.stack import AgentLedgerStack
 
 STACK_ID = "AgentLedgerStack"
@@ -27,6 +28,11 @@ DEFAULT_ALLOW_SELF_APPROVAL = False  # let the principal that requested a run ap
 DEFAULT_GITHUB_BASE_BRANCH = "main"  # the branch pull requests are opened against
 DEFAULT_REVIEW_EMPTY_PLANS = False  # ask a person to review a plan that writes nothing
 DEFAULT_AGENT = ""  # "package.module:factory" of a custom agent; "" is the reference agent
+PLANNERS = ("docstring-examples", "bedrock")
+DEFAULT_PLANNER = "docstring-examples"  # the reference agent's planner; "bedrock" calls a model
+DEFAULT_BEDROCK_MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
+DEFAULT_BEDROCK_MAX_TOKENS = 4096
+DEFAULT_BEDROCK_PRICES = "0.0008,0.004"  # USD per 1,000 input,output tokens (the estimate's price table)
 
 
 def _context(app: App, key: str, default: Any) -> Any:
@@ -43,6 +49,23 @@ def _positive_int(key: str, value: Any) -> int:
     if number <= 0:
         raise ValueError(f"context {key} must be a positive whole number of seconds, got {value!r}")
     return number
+
+
+def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"context {key} must be one of {', '.join(allowed)}, got {value!r}")
+    return str(value)
+
+
+def _prices(key: str, value: Any) -> str:
+    """"INPUT,OUTPUT": USD per 1,000 tokens."""
+    parts = str(value).split(",")
+    try:
+        if len(parts) != 2 or any(float(part) < 0 for part in parts):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"context {key} must be 'INPUT,OUTPUT' (USD per 1,000 tokens), got {value!r}") from None
+    return str(value)
 
 
 def _flag(key: str, value: Any) -> bool:
@@ -91,6 +114,12 @@ def build_app(
             "reviewEmptyPlans", _context(app, "reviewEmptyPlans", DEFAULT_REVIEW_EMPTY_PLANS)
         ),
         agent_spec=str(_context(app, "agent", DEFAULT_AGENT)),
+        planner=PlannerConfig(
+            planner=_choice("planner", _context(app, "planner", DEFAULT_PLANNER), PLANNERS),
+            model_id=str(_context(app, "bedrockModelId", DEFAULT_BEDROCK_MODEL_ID)),
+            max_tokens=_positive_int("bedrockMaxTokens", _context(app, "bedrockMaxTokens", DEFAULT_BEDROCK_MAX_TOKENS)),
+            prices=_prices("bedrockPrices", _context(app, "bedrockPrices", DEFAULT_BEDROCK_PRICES)),
+        ),
     )
     # cdk-nag 3 is a policy-validation plugin: any unacknowledged finding fails the synth and
     # prints the report.

@@ -11,7 +11,7 @@ from agentledger.testrun.layout import build_timeout_minutes
 from infra.constructs.access import AccessPolicies
 from infra.constructs.api import Api
 from infra.constructs.build_sandbox import BuildSandbox
-from infra.constructs.functions import Functions
+from infra.constructs.functions import Functions, PlannerConfig
 from infra.constructs.notifications import Notifications
 from infra.constructs.observability import Observability
 from infra.constructs.storage import Storage
@@ -34,6 +34,7 @@ class AgentLedgerStack(Stack):
         github_base_branch: str = "main",
         review_empty_plans: bool = False,
         agent_spec: str = "",
+        planner: PlannerConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -63,6 +64,7 @@ class AgentLedgerStack(Stack):
             allow_self_approval=allow_self_approval,
             review_empty_plans=review_empty_plans,
             agent_spec=agent_spec,
+            planner=planner or PlannerConfig(),
         )
         workflow = Workflow(self, "Workflow", functions=functions)
         functions.connect_state_machine(workflow.state_machine)

@@ -13,6 +13,11 @@ def _required(name: str) -> str:
     return value
 
 
+def _prices(text: str) -> tuple[float, float]:
+    input_price, _, output_price = text.partition(",")
+    return float(input_price), float(output_price or 0)
+
+
 @dataclass(frozen=True)
 class Settings:
     ledger_table: str
@@ -46,6 +51,16 @@ class Settings:
     # A plan that writes nothing ends the run as `nothing_to_do`, unless this asks a person to
     # review it anyway (the reviewEmptyPlans context key).
     review_empty_plans: bool = False
+    # Which planner the reference agent uses: "docstring-examples" (no model) or "bedrock".
+    planner: str = "docstring-examples"
+    bedrock_model_id: str = ""
+    bedrock_max_tokens: int = 4096
+    bedrock_temperature: float = 0.0
+    bedrock_max_reasks: int = 2
+    # USD per 1,000 input and output tokens, for the cost estimate ("INPUT,OUTPUT").
+    bedrock_prices: tuple[float, float] = (0.0, 0.0)
+    # Locally only: the AWS profile whose credentials sign Bedrock calls that pass through moto.
+    bedrock_profile: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -72,6 +87,13 @@ class Settings:
             local_repository_roots=tuple(
                 Path(root) for root in os.environ.get("AGENTLEDGER_LOCAL_REPOSITORY_ROOTS", "").split(os.pathsep) if root),
             review_empty_plans=os.environ.get("AGENTLEDGER_REVIEW_EMPTY_PLANS", "false") == "true",
+            planner=os.environ.get("AGENTLEDGER_PLANNER") or "docstring-examples",
+            bedrock_model_id=os.environ.get("AGENTLEDGER_BEDROCK_MODEL_ID", ""),
+            bedrock_max_tokens=int(os.environ.get("AGENTLEDGER_BEDROCK_MAX_TOKENS", "4096")),
+            bedrock_temperature=float(os.environ.get("AGENTLEDGER_BEDROCK_TEMPERATURE", "0")),
+            bedrock_max_reasks=int(os.environ.get("AGENTLEDGER_BEDROCK_MAX_REASKS", "2")),
+            bedrock_prices=_prices(os.environ.get("AGENTLEDGER_BEDROCK_PRICES") or "0,0"),
+            bedrock_profile=os.environ.get("AGENTLEDGER_BEDROCK_PROFILE") or None,
         )
 
     def require_state_machine(self) -> str:

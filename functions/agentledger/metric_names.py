@@ -17,5 +17,10 @@ REVIEW_WAIT = "ReviewWait"  # seconds from review request to decision
 OLDEST_PENDING_REVIEW = "OldestPendingReviewAge"  # seconds, emitted by the review keeper
 EFFECTS_CONFIRMED = "EffectsConfirmed"
 EFFECTS_UNCONFIRMED = "EffectsUnconfirmed"
+MODEL_CALLS = "ModelCalls"  # calls a model-backed planner made
+MODEL_INPUT_TOKENS = "ModelInputTokens"
+MODEL_OUTPUT_TOKENS = "ModelOutputTokens"
+MODEL_LATENCY = "ModelLatency"  # seconds per call
+MODEL_COST = "ModelEstimatedCostUSD"  # from the price table in configuration
 
 STAGE_DIMENSION = "Stage"

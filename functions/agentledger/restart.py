@@ -152,6 +152,9 @@ def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Cla
         return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the test run failed; see test-output.txt and test-results.json")
     if error_name == "NoTestsRanError":
         return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "no test executed, so nothing shows the change works")
+    if error_name == "PlannerOutputError":
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF,
+                              "the model's plan did not validate after the re-asks; see the plan stage's model calls")
     if error_name == "TestConfigurationError":
         return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the repository's test configuration is invalid; fix it and resume")
     return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, f"unclassified error {error_name}: a person decides")

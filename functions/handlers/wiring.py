@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from agentledger import metric_names
-from agentledger.agent import load_agent
+from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceAgent, load_agent
 from agentledger.artifacts import ArtifactStore
 from agentledger.builds import CodeBuildBuilds
 from agentledger.config import Settings
@@ -94,8 +94,20 @@ def _workflow(settings: Settings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
     builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"))
               if settings.test_build_project else None)
-    return Workflow(settings, ledger, artifacts, sources, load_agent(settings.agent_spec), _executions(settings), sink,
+    return Workflow(settings, ledger, artifacts, sources, _agent(settings), _executions(settings), sink,
                     builds)
+
+
+def _agent(settings: Settings) -> Agent:
+    """A custom agent if one is configured, else the reference agent with the configured planner."""
+    if settings.agent_spec or settings.planner != "bedrock":
+        return load_agent(settings.agent_spec)
+    client = boto3.Session(profile_name=settings.bedrock_profile).client("bedrock-runtime")
+    planner = BedrockPlanner(client, BedrockSettings(
+        model_id=settings.bedrock_model_id, max_tokens=settings.bedrock_max_tokens,
+        temperature=settings.bedrock_temperature, max_reasks=settings.bedrock_max_reasks,
+        prices={"input": settings.bedrock_prices[0], "output": settings.bedrock_prices[1]}))
+    return ReferenceAgent(planner=planner)
 
 
 def _receivers(settings: Settings) -> dict[str, Receiver]:

@@ -128,10 +128,15 @@ def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
 def cmd_serve(args: argparse.Namespace) -> int:
     # The runtime pulls in moto, boto3 and the CDK assembly: only `serve` pays for that import.
     from infra.local.principals import write_profiles  # noqa: PLC0415
-    from infra.local.runtime import LocalRuntime  # noqa: PLC0415
+    from infra.local.runtime import BEDROCK_PROFILE_VARIABLE, LocalRuntime  # noqa: PLC0415
     from infra.local.server import LocalApiServer  # noqa: PLC0415
 
-    runtime = LocalRuntime(repository_roots=_repository_roots(args.allow_root), context=_context(args.context))
+    profile = os.environ.get(BEDROCK_PROFILE_VARIABLE)
+    if _context(args.context).get("planner") == "bedrock" and not profile:
+        raise CliError(f"-c planner=bedrock calls the real Bedrock service: set {BEDROCK_PROFILE_VARIABLE} to an AWS "
+                       "profile with access to the model (without it, the default planner keeps everything offline)")
+    runtime = LocalRuntime(repository_roots=_repository_roots(args.allow_root), context=_context(args.context),
+                           extra_environment={BEDROCK_PROFILE_VARIABLE: profile} if profile else None)
     try:
         # Bound before the stack starts, so a busy port fails in a moment, not after the deploy.
         server = LocalApiServer(runtime, args.port, args.keeper_interval)

@@ -72,6 +72,22 @@ class FunctionSpec:
     decides_reviews: bool = False
     # Signs upload grants (presigned POSTs) for repository tarballs under UPLOAD_PREFIX.
     grants_uploads: bool = False
+    # Runs the planner, so it may call the configured model.
+    plans: bool = False
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """The reference agent's planner, as the planner and bedrock* context keys choose it."""
+
+    planner: str = "docstring-examples"
+    model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    max_tokens: int = 4096
+    prices: str = "0,0"  # USD per 1,000 input,output tokens
+
+    def environment(self) -> dict[str, str]:
+        return {"AGENTLEDGER_PLANNER": self.planner, "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
+                "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens), "AGENTLEDGER_BEDROCK_PRICES": self.prices}
 
 
 FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
@@ -86,7 +102,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec("AssessFunction", "handlers.control.assess", 60, artifacts=Access.READ),
     FunctionSpec("InspectFunction", "handlers.stages.inspect", 300),
-    FunctionSpec("PlanFunction", "handlers.stages.plan", 300),
+    FunctionSpec("PlanFunction", "handlers.stages.plan", 300, plans=True),
     FunctionSpec("ExecuteFunction", "handlers.stages.execute", 300),
     FunctionSpec(
         "VerifyFunction", "handlers.stages.verify", 120,
@@ -147,8 +163,10 @@ class Functions(Construct):
         allow_self_approval: bool = False,
         review_empty_plans: bool = False,
         agent_spec: str = "",
+        planner: PlannerConfig | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._planner = planner or PlannerConfig()
         self._storage = storage
         self._notifications = notifications
         self._build_sandbox = build_sandbox
@@ -177,6 +195,7 @@ class Functions(Construct):
             "AGENTLEDGER_ENVIRONMENT": environment_name,
             "AGENTLEDGER_REVIEW_EMPTY_PLANS": "true" if review_empty_plans else "false",
             "AGENTLEDGER_AGENT": agent_spec,
+            **self._planner.environment(),
         }
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._effect_environment = {
@@ -269,6 +288,12 @@ class Functions(Construct):
         function.node.default_child.override_logical_id(spec.name)
 
         self._grant_data_access(role, spec)
+        if spec.plans and self._planner.planner == "bedrock":
+            # The Converse API is authorized as bedrock:InvokeModel, here on the configured model only.
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[Stack.of(self).format_arn(service="bedrock", account="", resource="foundation-model",
+                                                     resource_name=self._planner.model_id)]))
         if spec.delivers_effects:
             self._grant_receivers(role)
         if spec.starts_test_builds:

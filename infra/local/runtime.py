@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 from moto import mock_aws
+from moto.core.config import default_user_config
 from moto.server import ThreadedMotoServer
 
 from agentledger import faults
@@ -35,6 +36,9 @@ TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 LOCAL_GITHUB_TOKEN = "local-github-token"
 LOCAL_GITHUB_REPOSITORY = "local/agentledger-demo"
 NOTIFICATION_QUEUE = "agentledger-notifications-local.fifo"
+# The one kind of call that may leave the machine: the Bedrock planner's, when a profile is named.
+BEDROCK_PROFILE_VARIABLE = "AGENTLEDGER_BEDROCK_PROFILE"
+BEDROCK_ENDPOINTS = r"https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/.*"
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                      "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
 
@@ -59,6 +63,15 @@ def default_build_cache() -> Path:
     outlive the runtime, so a second `serve` does not reinstall either."""
     configured = os.environ.get("AGENTLEDGER_BUILD_CACHE")
     return Path(configured) if configured else Path.home() / ".cache" / "agentledger" / "builds"
+
+
+def moto_config(bedrock_profile: str | None) -> dict[str, Any]:
+    """moto runs the state machine; with a Bedrock profile named, calls to Bedrock pass through
+    moto to the real service (moto's passthrough), signed with that profile's credentials."""
+    config: dict[str, Any] = {"stepfunctions": {"execute_state_machine": True}}
+    if bedrock_profile:
+        config["core"] = {**default_user_config["core"], "passthrough": {"urls": [BEDROCK_ENDPOINTS], "services": []}}
+    return config
 
 
 class LocalRuntime:
@@ -108,7 +121,7 @@ class LocalRuntime:
             self.crashes.install()
             undo.callback(faults.install, None)
             assembly = self._assembly or synthesize(context=self._context)
-            self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+            self._mock = mock_aws(config=moto_config(self._extra_environment.get(BEDROCK_PROFILE_VARIABLE)))
             self._mock.start()
             undo.callback(self._mock.stop)
             undo.callback(self.codebuild.install(self._is_test_build_project))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentledger.agent import Agent
 from agentledger.config import Settings
 from agentledger.effects import EffectRunner
 from agentledger.models import Stage
@@ -46,7 +47,7 @@ class World:
     artifacts: InMemoryArtifacts
     executions: RecordingExecutions
     metrics: RecordingMetrics
-    agent: InstantAgent
+    agent: Agent
     builds: InstantBuilds
     tracker: InMemoryTracker
     persistence: InMemoryIdempotency
@@ -78,10 +79,11 @@ class World:
 
 
 def build_world(tmp_path: Path, *, max_replans: int = 3, tracker: InMemoryTracker | None = None,
-                receivers: dict[str, Receiver] | None = None, review_empty_plans: bool = False) -> World:
+                receivers: dict[str, Receiver] | None = None, review_empty_plans: bool = False,
+                agent: Agent | None = None) -> World:
     settings = memory_settings(tmp_path / "workspaces", max_replans, review_empty_plans)
     ledger, artifacts, executions, metrics = InMemoryLedger(), InMemoryArtifacts(), RecordingExecutions(), RecordingMetrics()
-    sources, agent, builds = DirectorySources(), InstantAgent(), InstantBuilds(artifacts)
+    sources, agent, builds = DirectorySources(), agent or InstantAgent(), InstantBuilds(artifacts)
     tracker = tracker or InMemoryTracker()
     persistence = InMemoryIdempotency()
     return World(

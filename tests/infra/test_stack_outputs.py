@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Annotations, Match, Template
@@ -22,6 +24,30 @@ CUSTOM_CONTEXT = {
     "testTimeoutLimitSeconds": "600",
     "isolatedTestBuilds": "false",
     "allowSelfApproval": "true",
+    "githubBaseBranch": "trunk",
+    "reviewEmptyPlans": "true",
+    "agent": "",
+    "planner": "bedrock",
+    "bedrockModelId": "amazon.nova-micro-v1:0",
+    "bedrockMaxTokens": "2048",
+    "bedrockPrices": "0.000035,0.00014",
+}
+# Every key the stack reads, with the default it has when no context sets it.
+DEFAULTS = {
+    "environment": infra_app.DEFAULT_ENVIRONMENT_NAME,
+    "githubApiUrl": infra_app.DEFAULT_GITHUB_API_URL,
+    "githubRepository": infra_app.DEFAULT_GITHUB_REPOSITORY,
+    "reviewAlarmSeconds": infra_app.DEFAULT_REVIEW_ALARM_SECONDS,
+    "testTimeoutLimitSeconds": infra_app.DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS,
+    "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
+    "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
+    "githubBaseBranch": infra_app.DEFAULT_GITHUB_BASE_BRANCH,
+    "reviewEmptyPlans": infra_app.DEFAULT_REVIEW_EMPTY_PLANS,
+    "agent": infra_app.DEFAULT_AGENT,
+    "planner": infra_app.DEFAULT_PLANNER,
+    "bedrockModelId": infra_app.DEFAULT_BEDROCK_MODEL_ID,
+    "bedrockMaxTokens": infra_app.DEFAULT_BEDROCK_MAX_TOKENS,
+    "bedrockPrices": infra_app.DEFAULT_BEDROCK_PRICES,
 }
 
 
@@ -102,20 +128,62 @@ def test_review_alarm_threshold_comes_from_context(custom_template: Template) ->
     )
 
 
-def test_cdk_json_documents_the_context_defaults() -> None:
-    assert {
-        key: infra_app.CDK_JSON["context"][key]
-        for key in ("environment", "githubApiUrl", "githubRepository", "reviewAlarmSeconds",
-                    "testTimeoutLimitSeconds", "isolatedTestBuilds", "allowSelfApproval")
-    } == {
-        "environment": infra_app.DEFAULT_ENVIRONMENT_NAME,
-        "githubApiUrl": infra_app.DEFAULT_GITHUB_API_URL,
-        "githubRepository": infra_app.DEFAULT_GITHUB_REPOSITORY,
-        "reviewAlarmSeconds": infra_app.DEFAULT_REVIEW_ALARM_SECONDS,
-        "testTimeoutLimitSeconds": infra_app.DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS,
-        "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
-        "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
-    }
+def test_cdk_json_documents_the_context_defaults_and_the_readme_lists_every_key() -> None:
+    stack_keys = {key: value for key, value in infra_app.CDK_JSON["context"].items() if not key.startswith("@")}
+    assert stack_keys == DEFAULTS
+    assert set(CUSTOM_CONTEXT) == set(DEFAULTS)
+    readme = (infra_app.PROJECT_ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    assert {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} == set(DEFAULTS)
+
+
+def test_the_planner_and_its_model_come_from_context(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
+    variables = functions["PlanFunction"]["Properties"]["Environment"]["Variables"]
+    assert (variables["AGENTLEDGER_PLANNER"], variables["AGENTLEDGER_BEDROCK_MODEL_ID"],
+            variables["AGENTLEDGER_BEDROCK_MAX_TOKENS"], variables["AGENTLEDGER_BEDROCK_PRICES"]) == (
+        "bedrock", "amazon.nova-micro-v1:0", "2048", "0.000035,0.00014")
+    assert functions["EffectFunction"]["Properties"]["Environment"]["Variables"]["GITHUB_BASE_BRANCH"] == "trunk"
+    assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
+
+
+def _bedrock_statements(template: Template) -> dict[str, list[dict]]:
+    """Role logical id -> its statements that name a bedrock action."""
+    found: dict[str, list[dict]] = {}
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if any(action.startswith("bedrock:") for action in actions):
+                for role in policy["Properties"]["Roles"]:
+                    found.setdefault(role["Ref"], []).append(statement)
+    return found
+
+
+def test_only_the_plan_function_may_invoke_and_only_the_configured_model(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
+    plan_role = functions["PlanFunction"]["Properties"]["Role"]["Fn::GetAtt"][0]
+    granted = _bedrock_statements(custom_template)
+    assert list(granted) == [plan_role]
+    (statement,) = granted[plan_role]
+    assert statement["Action"] == "bedrock:InvokeModel" and statement["Effect"] == "Allow"
+    resource = json.dumps(statement["Resource"])
+    assert "foundation-model/amazon.nova-micro-v1:0" in resource and "*" not in resource
+
+
+def test_the_default_planner_needs_no_model_access(template: Template) -> None:
+    assert _bedrock_statements(template) == {}
+
+
+def test_the_bedrock_stack_passes_cdk_nag(tmp_path_factory: pytest.TempPathFactory) -> None:
+    app, stack = build_app(context=CUSTOM_CONTEXT, outdir=tmp_path_factory.mktemp("cdk.out.nag"))
+    report = AwsSolutionsChecks(app, verbose=True).validate_scope(stack)
+    assert report.success, [v.rule_name for v in report.violations]
+
+
+@pytest.mark.parametrize(("key", "value"), [("planner", "gpt"), ("bedrockPrices", "cheap"), ("bedrockMaxTokens", "0")])
+def test_a_bad_planner_setting_is_refused_naming_its_key(tmp_path, key: str, value: str) -> None:
+    with pytest.raises(ValueError, match=key):
+        build_app(context={key: value}, outdir=tmp_path)
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "a day"])

@@ -18,9 +18,11 @@ from agentledger.agent.inventory import (
     ObjectInfo,
     inspect_repository,
 )
+from agentledger.agent.bedrock import BedrockPlanner, BedrockSettings, PlannerOutputError
 from agentledger.agent.planner import (
     DocstringExamplePlanner,
     Example,
+    ModelCall,
     Plan,
     PlanBrief,
     PlanItem,
@@ -38,6 +40,10 @@ from agentledger.agent.source import (
 __all__ = [
     "Agent",
     "ArchiveError",
+    "BedrockPlanner",
+    "BedrockSettings",
+    "ModelCall",
+    "PlannerOutputError",
     "DocstringExamplePlanner",
     "Example",
     "Execution",

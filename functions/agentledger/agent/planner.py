@@ -6,7 +6,7 @@ import configparser
 import doctest
 import tomllib
 from pathlib import PurePosixPath
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -66,6 +66,21 @@ class SkippedTarget(BaseModel):
     reason: str
 
 
+class ModelCall(BaseModel):
+    """One call of a model-backed planner: what was asked, what came back, and what it cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_id: str
+    request: dict[str, Any]
+    response: dict[str, Any]
+    stop_reason: str
+    input_tokens: int
+    output_tokens: int
+    latency_ms: int
+    estimated_cost_usd: float = 0.0
+
+
 class Plan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -75,6 +90,9 @@ class Plan(BaseModel):
     skipped: list[SkippedTarget]
     files_read: dict[str, str]  # path -> sha256 of the bytes the planner read
     option_flags: list[str] = []  # doctest option flags the project configures, by name
+    # A model-backed planner's calls: stored as artifacts of their own and named in the plan's
+    # evidence, not part of what a reviewer approves (the digest).
+    model_calls: list[ModelCall] = []
 
     @model_validator(mode="after")
     def _items_fit_in_test_files(self) -> Plan:
@@ -98,7 +116,11 @@ class Plan(BaseModel):
         return self
 
     def digest(self) -> str:
-        return digest(self.model_dump(mode="json"))
+        return digest(self.approved_content())
+
+    def approved_content(self) -> dict[str, Any]:
+        """The plan as plan.json holds it and a reviewer approves it."""
+        return self.model_dump(mode="json", exclude={"model_calls"})
 
 
 class PlanBrief(BaseModel):

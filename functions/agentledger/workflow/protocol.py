@@ -43,7 +43,7 @@ class Workflow:
         self.sources = sources
         self.metrics = metrics
         self.executions = executions
-        self.work = StageWork(settings, ledger, artifacts, agent, builds)
+        self.work = StageWork(settings, ledger, artifacts, agent, builds, metrics)
         self.handoffs = Handoffs(ledger, artifacts, metrics, settings.max_replans)
 
     # -- the Assess state ------------------------------------------------------------------

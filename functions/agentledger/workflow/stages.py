@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Agent, Execution, Inventory, Plan, PlanBrief
+from .. import metric_names
+from ..agent import Agent, Execution, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
 from ..agent.source import SourceSnapshot
 from ..config import Settings
 from ..errors import StaleContextError
@@ -32,7 +33,7 @@ from ..models import (
     StageStatus,
 )
 from ..states import DecisionKind, Verdict
-from ..ports import ArtifactPort, BuildPort, LedgerPort
+from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from .verification import TestBuilds
 
 
@@ -77,9 +78,10 @@ def committed_output(ledger: Ledger, stage: Stage, name: str) -> ArtifactRef:
 
 class StageWork:
     def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, agent: Agent,
-                 builds: BuildPort | None) -> None:
+                 builds: BuildPort | None, metrics: MetricSink) -> None:
         self.settings = settings
         self.artifacts = artifacts
+        self.metrics = metrics
         self.agent = agent
         self.test_builds = TestBuilds(ledger, artifacts, builds, settings.test_timeout_limit_s)
         self.body: dict[Stage, Callable[[StageContext], StageResult]] = {
@@ -104,9 +106,16 @@ class StageWork:
         sent_back = _change_request(ctx.ledger)
         brief = PlanBrief(request=ctx.run.request, reviewer_comment=sent_back.comment if sent_back else None,
                           rejected_plan_digest=sent_back.plan_digest if sent_back else None)
-        plan = self.agent.plan(inventory, ctx.snapshot, brief)
-        ref = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "plan.json", plan.model_dump(mode="json"))
-        reads = {"revision": ctx.snapshot.revision, **file_dependencies(plan.files_read)}
+        try:
+            plan = self.agent.plan(inventory, ctx.snapshot, brief)
+        except PlannerOutputError as unusable:
+            # The calls that led here are what a person needs to see: kept, then handed over.
+            calls = self._record_model_calls(ctx.run.run_id, unusable.calls)
+            return StageResult([ref for ref, _ in calls], None, stage_status=StageStatus.FAILED, failure=unusable)
+        calls = self._record_model_calls(ctx.run.run_id, plan.model_calls)
+        ref = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "plan.json", plan.approved_content())
+        reads = {"revision": ctx.snapshot.revision, **file_dependencies(plan.files_read),
+                 **{f"model_call:{call_ref.name}": call_ref.sha256 for call_ref, _ in calls}}
         evidence = stage_evidence(Stage.PLAN, plan.digest(), ctx.ledger, reads)
         records: list[Record] = []
         if sent_back is not None and sent_back.plan_digest == plan.digest():
@@ -119,8 +128,20 @@ class StageWork:
             outcome = RunOutcome.CHANGES_PROPOSED
         else:
             outcome = RunOutcome.EMPTY_PLAN_REVIEWED if self.settings.review_empty_plans else RunOutcome.NOTHING_TO_DO
-        return StageResult([ref], evidence, changes={"plan_digest": plan.digest(), "outcome": outcome},
-                           records=records)
+        return StageResult([*(call_ref for call_ref, _ in calls), ref], evidence,
+                           changes={"plan_digest": plan.digest(), "outcome": outcome}, records=records)
+
+    def _record_model_calls(self, run_id: str, calls: list[ModelCall]) -> list[tuple[ArtifactRef, ModelCall]]:
+        recorded = []
+        for number, call in enumerate(calls, start=1):
+            ref = self.artifacts.put_json(run_id, Stage.PLAN, f"model-call-{number}.json", call.model_dump(mode="json"))
+            recorded.append((ref, call))
+            self.metrics.count(metric_names.MODEL_CALLS)
+            self.metrics.count(metric_names.MODEL_INPUT_TOKENS, call.input_tokens)
+            self.metrics.count(metric_names.MODEL_OUTPUT_TOKENS, call.output_tokens)
+            self.metrics.seconds(metric_names.MODEL_LATENCY, call.latency_ms / 1000)
+            self.metrics.count(metric_names.MODEL_COST, call.estimated_cost_usd)
+        return recorded
 
     def execute(self, ctx: StageContext) -> StageResult:
         plan = Plan.model_validate(self.artifacts.get_json(committed_output(ctx.ledger, Stage.PLAN, "plan.json")))
