@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: install test test-unit test-integration synth demo bench serve clean
+.PHONY: install test test-unit test-integration synth demo bench agent-report serve clean
 
 install: $(STAMP)
 
@@ -38,6 +38,9 @@ serve: install
 
 bench: install
 	$(BIN)/python -m tests.bench
+
+agent-report: install
+	$(BIN)/python -m tests.agent_report
 
 clean:
 	rm -rf cdk.out .pytest_cache

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 MAX_DOCUMENT_BYTES = 16 << 20
 MAX_FAILING_NAMES = 100
+MAX_PACKAGES = 50  # top-level packages counted apart; the rest are counted together under "…"
 JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
 # The first child tag a case carries decides its outcome; a case with none passed.
 OUTCOME_OF_CHILD = (("failure", "failed"), ("error", "errors"), ("skipped", "skipped"))
@@ -30,12 +31,16 @@ class TestCounts(BaseModel):
     errors: int
     skipped: int
     failing: list[str]  # failed and errored cases, "classname.name", at most MAX_FAILING_NAMES
+    # Outcome counts per top-level package of the case's classname ("agentledger_tests": the tests
+    # agentledger wrote), so what the run added can be told from the suite it joined.
+    by_package: dict[str, dict[str, int]] = {}
     files: list[str]  # documents read and counted
     unreadable: list[str]  # documents that were not well-formed JUnit XML, or too large to read
 
 
 def summarize_junit(documents: Mapping[str, bytes]) -> TestCounts:
     outcomes: Counter[str] = Counter()
+    by_package: dict[str, Counter[str]] = {}
     failing: list[str] = []
     files: list[str] = []
     unreadable: list[str] = []
@@ -48,11 +53,16 @@ def summarize_junit(documents: Mapping[str, bytes]) -> TestCounts:
         for case in root.iter("testcase"):
             outcome = _outcome(case)
             outcomes[outcome] += 1
+            package = (case.get("classname") or "").partition(".")[0] or "(none)"
+            if package not in by_package and len(by_package) >= MAX_PACKAGES:
+                package = "…"
+            by_package.setdefault(package, Counter())[outcome] += 1
             if outcome in ("failed", "errors") and len(failing) < MAX_FAILING_NAMES:
                 failing.append(_case_name(case))
     return TestCounts(tests=outcomes.total(), passed=outcomes["passed"], failed=outcomes["failed"],
                       errors=outcomes["errors"], skipped=outcomes["skipped"],
-                      failing=failing, files=files, unreadable=unreadable)
+                      failing=failing, files=files, unreadable=unreadable,
+                      by_package={name: dict(counts) for name, counts in sorted(by_package.items())})
 
 
 def _parse(data: bytes) -> Element | None:

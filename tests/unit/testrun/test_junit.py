@@ -87,7 +87,19 @@ def test_a_real_pytest_report_counts_each_outcome(tmp_path: Path) -> None:
     assert summarize_junit({"pytest.xml": pytest_junit(tmp_path)}) == TestCounts(
         tests=4, passed=1, failed=1, errors=1, skipped=1,
         failing=["test_tiny.test_fails", "test_tiny.test_errors"],
-        files=["pytest.xml"], unreadable=[])
+        files=["pytest.xml"], unreadable=[],
+        by_package={"test_tiny": {"passed": 1, "failed": 1, "errors": 1, "skipped": 1}})
+
+
+def test_outcomes_are_counted_per_top_level_package_so_the_written_tests_are_told_apart() -> None:
+    report = b'''<testsuites><testsuite>
+      <testcase classname="agentledger_tests.test_calc" name="test_add"/>
+      <testcase classname="agentledger_tests.test_calc" name="test_div"><failure/></testcase>
+      <testcase classname="tests.test_calc" name="test_sub"/>
+      <testcase classname="" name="bare"><error/></testcase>
+    </testsuite></testsuites>'''
+    assert summarize_junit({"r.xml": report}).by_package == {
+        "(none)": {"errors": 1}, "agentledger_tests": {"passed": 1, "failed": 1}, "tests": {"passed": 1}}
 
 
 def test_a_surefire_report_counts_each_outcome() -> None:
