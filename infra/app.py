@@ -32,6 +32,7 @@ PLANNERS = ("docstring-examples", "bedrock")
 DEFAULT_PLANNER = "docstring-examples"  # the reference agent's planner; "bedrock" calls a model
 DEFAULT_BEDROCK_MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
 DEFAULT_BEDROCK_MAX_TOKENS = 4096
+DEFAULT_BEDROCK_TEMPERATURE = 0.0  # plans should not vary from call to call
 DEFAULT_BEDROCK_PRICES = "0.0008,0.004"  # USD per 1,000 input,output tokens (the estimate's price table)
 
 
@@ -55,6 +56,16 @@ def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"context {key} must be one of {', '.join(allowed)}, got {value!r}")
     return str(value)
+
+
+def _temperature(value: Any) -> float:
+    try:
+        temperature = float(value)
+    except (TypeError, ValueError):
+        temperature = -1.0
+    if not 0.0 <= temperature <= 1.0:
+        raise ValueError(f"context bedrockTemperature must be a number from 0 to 1, got {value!r}")
+    return temperature
 
 
 def _prices(key: str, value: Any) -> str:
@@ -118,6 +129,7 @@ def build_app(
             planner=_choice("planner", _context(app, "planner", DEFAULT_PLANNER), PLANNERS),
             model_id=str(_context(app, "bedrockModelId", DEFAULT_BEDROCK_MODEL_ID)),
             max_tokens=_positive_int("bedrockMaxTokens", _context(app, "bedrockMaxTokens", DEFAULT_BEDROCK_MAX_TOKENS)),
+            temperature=_temperature(_context(app, "bedrockTemperature", DEFAULT_BEDROCK_TEMPERATURE)),
             prices=_prices("bedrockPrices", _context(app, "bedrockPrices", DEFAULT_BEDROCK_PRICES)),
         ),
     )

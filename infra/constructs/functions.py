@@ -83,11 +83,13 @@ class PlannerConfig:
     planner: str = "docstring-examples"
     model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     max_tokens: int = 4096
+    temperature: float = 0.0
     prices: str = "0,0"  # USD per 1,000 input,output tokens
 
     def environment(self) -> dict[str, str]:
         return {"AGENTLEDGER_PLANNER": self.planner, "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
-                "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens), "AGENTLEDGER_BEDROCK_PRICES": self.prices}
+                "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens),
+                "AGENTLEDGER_BEDROCK_TEMPERATURE": str(self.temperature), "AGENTLEDGER_BEDROCK_PRICES": self.prices}
 
 
 FUNCTION_SPECS: tuple[FunctionSpec, ...] = (

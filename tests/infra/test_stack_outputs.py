@@ -30,6 +30,7 @@ CUSTOM_CONTEXT = {
     "planner": "bedrock",
     "bedrockModelId": "amazon.nova-micro-v1:0",
     "bedrockMaxTokens": "2048",
+    "bedrockTemperature": "0.2",
     "bedrockPrices": "0.000035,0.00014",
 }
 # Every key the stack reads, with the default it has when no context sets it.
@@ -47,6 +48,7 @@ DEFAULTS = {
     "planner": infra_app.DEFAULT_PLANNER,
     "bedrockModelId": infra_app.DEFAULT_BEDROCK_MODEL_ID,
     "bedrockMaxTokens": infra_app.DEFAULT_BEDROCK_MAX_TOKENS,
+    "bedrockTemperature": infra_app.DEFAULT_BEDROCK_TEMPERATURE,
     "bedrockPrices": infra_app.DEFAULT_BEDROCK_PRICES,
 }
 
@@ -141,8 +143,9 @@ def test_the_planner_and_its_model_come_from_context(custom_template: Template) 
     functions = custom_template.find_resources("AWS::Lambda::Function")
     variables = functions["PlanFunction"]["Properties"]["Environment"]["Variables"]
     assert (variables["AGENTLEDGER_PLANNER"], variables["AGENTLEDGER_BEDROCK_MODEL_ID"],
-            variables["AGENTLEDGER_BEDROCK_MAX_TOKENS"], variables["AGENTLEDGER_BEDROCK_PRICES"]) == (
-        "bedrock", "amazon.nova-micro-v1:0", "2048", "0.000035,0.00014")
+            variables["AGENTLEDGER_BEDROCK_MAX_TOKENS"], variables["AGENTLEDGER_BEDROCK_TEMPERATURE"],
+            variables["AGENTLEDGER_BEDROCK_PRICES"]) == (
+        "bedrock", "amazon.nova-micro-v1:0", "2048", "0.2", "0.000035,0.00014")
     assert functions["EffectFunction"]["Properties"]["Environment"]["Variables"]["GITHUB_BASE_BRANCH"] == "trunk"
     assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
 
@@ -180,7 +183,8 @@ def test_the_bedrock_stack_passes_cdk_nag(tmp_path_factory: pytest.TempPathFacto
     assert report.success, [v.rule_name for v in report.violations]
 
 
-@pytest.mark.parametrize(("key", "value"), [("planner", "gpt"), ("bedrockPrices", "cheap"), ("bedrockMaxTokens", "0")])
+@pytest.mark.parametrize(("key", "value"), [("planner", "gpt"), ("bedrockPrices", "cheap"), ("bedrockMaxTokens", "0"),
+                                          ("bedrockTemperature", "hot"), ("bedrockTemperature", "1.5")])
 def test_a_bad_planner_setting_is_refused_naming_its_key(tmp_path, key: str, value: str) -> None:
     with pytest.raises(ValueError, match=key):
         build_app(context={key: value}, outdir=tmp_path)

@@ -75,6 +75,9 @@ REQUIREMENTS_FILES = (
     "dev-requirements.txt", "requirements/test.txt", "requirements/dev.txt",
 )
 TEST_EXTRAS = ("test", "tests", "testing", "dev")
+PACKAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# A PEP 508 requirement without markers or URLs: a name, extras, version clauses.
+REQUIREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}(\[[A-Za-z0-9,._ -]{1,100}\])?[ <>=!~.,*0-9A-Za-z+-]{0,100}")
 PYTEST_COMMAND = (
     f'python -m pytest -p no:cacheprovider --junitxml="${RESULTS_VARIABLE}/{JUNIT_DIR}/pytest.xml"'
 )
@@ -299,8 +302,12 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
 def _python_defaults(root: Path, pyproject: dict[str, Any], explicit_test: bool) -> dict[str, Any]:
     requirements = _existing(root, REQUIREMENTS_FILES)
     install = [f"python -m pip install -r {path}" for path in requirements]
-    if isinstance(pyproject.get("project"), dict) or _existing(root, ("setup.py", "setup.cfg")):
+    buildable = isinstance(pyproject.get("project"), dict) or isinstance(pyproject.get("build-system"), dict)
+    if buildable or _existing(root, ("setup.py", "setup.cfg")):
         install.append(_project_install(_test_extras(root, pyproject)))
+    grouped = _test_group_requirements(pyproject)
+    if grouped:
+        install.append("python -m pip install " + " ".join(grouped))
     if not explicit_test:
         install.append("python -m pip install pytest")
     return {"virtualenv": True, "install": install, "test": PYTEST_COMMAND,
@@ -317,6 +324,31 @@ def _test_extras(root: Path, pyproject: dict[str, Any]) -> list[str]:
     declared = set(optional) if isinstance(optional, dict) else set()
     declared |= _setup_cfg_extras(root)
     return [extra for extra in TEST_EXTRAS if extra in declared]
+
+
+def _test_group_requirements(pyproject: dict[str, Any]) -> list[str]:
+    """What the test and dev groups ask for: PEP 735 `[dependency-groups]` as written, and poetry's
+    groups (and its older `dev-dependencies`) by name only, since their version ranges are poetry's
+    syntax, not pip's. Entries that are not plain requirements are left out, never passed to a shell."""
+    groups = pyproject.get("dependency-groups")
+    requirements: list[str] = []
+    if isinstance(groups, dict):
+        for name in TEST_EXTRAS:
+            requirements += [entry for entry in groups.get(name) or [] if isinstance(entry, str)
+                             and REQUIREMENT.fullmatch(entry)]
+    tables = [_table(pyproject, "tool", "poetry", "group", name, "dependencies") for name in TEST_EXTRAS]
+    tables.append(_table(pyproject, "tool", "poetry", "dev-dependencies"))
+    for table in tables:
+        requirements += [name for name in table if PACKAGE_NAME.fullmatch(name) and name.lower() != "python"]
+    return [f"'{requirement}'" for requirement in dict.fromkeys(requirements)]
+
+
+def _table(document: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The table at that path of a parsed TOML document; empty where any step is not a table."""
+    value: Any = document
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 def _setup_cfg_extras(root: Path) -> set[str]:

@@ -276,3 +276,29 @@ def test_a_configuration_file_that_is_a_link_is_refused_not_followed(tmp_path: P
 def test_an_oversized_configuration_file_is_refused(tmp_path: Path) -> None:
     explicit(tmp_path, "# padding\n" * 200_000)
     assert "larger than" in refusal(tmp_path)
+
+
+def test_a_poetry_project_is_installed_with_its_test_and_dev_groups_by_name(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": (
+        '[build-system]\nrequires = ["poetry-core"]\nbuild-backend = "poetry.core.masonry.api"\n'
+        '[tool.poetry]\nname = "x"\n[tool.poetry.dependencies]\npython = ">=3.8"\nrequests = "^2"\n'
+        '[tool.poetry.group.dev.dependencies]\nhypothesis = "*"\npytest = "^7.0"\n"bad;name" = "*"\n'
+        '[tool.poetry.dev-dependencies]\npytz = "*"\npython = "*"\n')})
+    assert load_config(tmp_path).install == ["python -m pip install .",
+                                              "python -m pip install 'hypothesis' 'pytest' 'pytz'",
+                                              "python -m pip install pytest"]
+
+
+def test_dependency_groups_are_installed_as_written_and_odd_entries_left_out(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": (
+        '[project]\nname = "x"\n[dependency-groups]\n'
+        'test = ["pytest>=8", "hypothesis[cli] ~= 6.0", {include-group = "dev"}, "evil; rm -rf /", "x @ https://e"]\n'
+        'docs = ["sphinx"]\n')})
+    assert load_config(tmp_path).install == ["python -m pip install .",
+                                              "python -m pip install 'pytest>=8' 'hypothesis[cli] ~= 6.0'",
+                                              "python -m pip install pytest"]
+
+
+def test_malformed_poetry_tables_are_passed_over(tmp_path: Path) -> None:
+    repository(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n[tool]\npoetry = 3\n'})
+    assert load_config(tmp_path).install == ["python -m pip install .", "python -m pip install pytest"]
