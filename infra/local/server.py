@@ -24,6 +24,15 @@ SOCKET_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
+ALLOWED_METHODS = "GET, POST"
+
+
+class _ApiHttpServer(ThreadingHTTPServer):
+    # Connections waiting to be accepted: the default 5 reset a burst of concurrent requests.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class LocalApiServer:
     def __init__(self, runtime: LocalRuntime, port: int = DEFAULT_PORT, keeper_interval_s: float = 5.0,
                  socket_timeout_s: float = SOCKET_TIMEOUT_S) -> None:
@@ -31,8 +40,7 @@ class LocalApiServer:
         self.socket_timeout_s = socket_timeout_s
         self.keeper_interval_s = keeper_interval_s
         self._stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = _ApiHttpServer(("127.0.0.1", port), _handler_for(self))
         self._threads: list[threading.Thread] = []
 
     @property
@@ -139,7 +147,11 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             except SignatureRefused as refused:
                 self._error(HTTPStatus.FORBIDDEN, str(refused))
                 return
-            raw = data.decode() if data else None
+            try:
+                raw = data.decode("utf-8") if data else None
+            except UnicodeDecodeError:
+                self._error(HTTPStatus.BAD_REQUEST, "the body is not UTF-8")
+                return
             parts = urlsplit(self.path)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "host")}
             headers = {_canonical(k): v for k, v in headers.items()}
@@ -150,12 +162,28 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             if problem:
                 self._error(HTTPStatus.BAD_REQUEST, problem)
                 return
-            query = dict(parse_qsl(parts.query)) or None
+            # Blank values are kept, as API Gateway keeps them: `?limit=` is a value to validate, not an absence.
+            query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
             response = server.runtime.call_api(self.command, parts.path, raw_body=raw, query=query, headers=headers,
                                                caller=caller)
             self._send(response.status, response.body, response.headers or None)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
+
+        def _not_allowed(self) -> None:
+            self.close_connection = True
+            if self.command == "HEAD":  # a HEAD answer carries no body
+                self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+                self.send_header("Allow", ALLOWED_METHODS)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self._send(HTTPStatus.METHOD_NOT_ALLOWED,
+                       json.dumps({"error": HTTPStatus.METHOD_NOT_ALLOWED.phrase,
+                                   "message": f"{self.command} is not supported; the API takes {ALLOWED_METHODS}"}),
+                       {"Content-Type": "application/json", "Allow": ALLOWED_METHODS})
+
+        do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
     return Handler
 

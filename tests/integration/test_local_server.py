@@ -1,11 +1,17 @@
-"""The local HTTP server itself, in process: a client that stops sending is dropped."""
+"""The local HTTP server itself, in process: a client that stops sending is dropped, a burst of
+connections is queued, and what API Gateway would refuse gets its 4xx."""
 from __future__ import annotations
 
+import json
 import socket
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
+from infra.cli.signing import request_signer
+from infra.local.principals import write_profiles
 from infra.local.server import LocalApiServer
 
 pytestmark = pytest.mark.integration
@@ -22,3 +28,63 @@ def test_a_client_that_stops_mid_request_is_disconnected_after_the_socket_timeou
             assert time.monotonic() - started < 5
     finally:
         server.stop()
+
+
+@pytest.fixture
+def served(runtime, tmp_path):
+    """The local API on a free port, and a way to send it requests signed as the requester."""
+    write_profiles(tmp_path, runtime.principals)
+    server = LocalApiServer(runtime, port=0, keeper_interval_s=0).start()
+    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+
+    def send(method: str, path: str, body: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
+        headers = sign(method, server.url + path, {"Content-Type": "application/json"}, body)
+        request = urllib.request.Request(server.url + path, data=body, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read()
+
+    yield server, send
+    server.stop()
+
+
+@pytest.mark.parametrize("query", ["?limit=", "?status=", "?limit=&status=running"])
+def test_a_blank_query_value_is_a_validation_error_not_an_absent_one(served, query: str) -> None:
+    _, send = served
+    status, _, body = send("GET", f"/runs{query}")
+    assert status == 422, body
+    assert send("GET", "/runs")[0] == 200
+
+
+def test_a_body_that_is_not_utf8_is_a_400_not_a_dropped_connection(served) -> None:
+    _, send = served
+    status, _, body = send("POST", "/runs", b'{"repository": "\xff\xfe"}')
+    assert status == 400 and json.loads(body)["message"] == "the body is not UTF-8"
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "TRACE", "HEAD"])
+def test_unsupported_methods_are_a_405_in_json_naming_what_is_supported(served, method: str) -> None:
+    server, _ = served
+    request = urllib.request.Request(server.url + "/runs", method=method, headers={"Host": server.url[7:]})
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request, timeout=10)
+    assert raised.value.code == 405 and raised.value.headers["Allow"] == "GET, POST"
+    body = raised.value.read()
+    assert (body == b"") if method == "HEAD" else json.loads(body)["message"].startswith(f"{method} is not supported")
+
+
+def test_a_burst_of_connections_waits_in_the_listen_queue_instead_of_being_refused(runtime) -> None:
+    # Not serving yet: every connection must wait in the kernel's queue of the listening socket.
+    server = LocalApiServer(runtime, port=0, keeper_interval_s=0)
+    host, port = server.httpd.server_address[:2]
+    connections = []
+    try:
+        for _ in range(60):
+            connections.append(socket.create_connection((host, port), timeout=1.5))
+        assert len(connections) == 60
+    finally:
+        for connection in connections:
+            connection.close()
+        server.httpd.server_close()
