@@ -1,6 +1,7 @@
 """The REST API (API Gateway proxy → Powertools resolver with validation and OpenAPI)."""
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -46,9 +47,12 @@ app.configure_openapi(title="agentledger", version="1.0.0",
                       summary="Restartable, inspectable runs of an engineering agent")
 
 
+def _error_body(status: HTTPStatus, message: str) -> dict[str, str]:
+    return {"error": status.phrase, "message": message}
+
+
 def _error(status: HTTPStatus, message: str) -> Response[dict[str, Any]]:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
-                    body={"error": status.phrase, "message": message})
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=_error_body(status, message))
 
 
 @app.exception_handler(RequestValidationError)
@@ -86,6 +90,11 @@ def _conflict(error: Exception) -> Response[dict[str, Any]]:
 @app.exception_handler(RepositoryRejectedError)
 def _unprocessable(error: RepositoryRejectedError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.UNPROCESSABLE_ENTITY, str(error))
+
+
+@app.exception_handler(RecursionError)
+def _too_deep(error: RecursionError) -> Response[dict[str, Any]]:
+    return _error(HTTPStatus.BAD_REQUEST, "the body is nested too deep to be a request of this API")
 
 
 @app.exception_handler(ValueError)
@@ -183,6 +192,16 @@ def openapi() -> Response[str]:
                     body=app.get_openapi_json_schema())
 
 
+def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A body in anything but JSON is refused before validation reads it as JSON."""
+    headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
+    if not event.get("body") or (headers.get("content-type") or "").startswith(content_types.APPLICATION_JSON):
+        return None
+    body = _error_body(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"Content-Type must be {content_types.APPLICATION_JSON}")
+    return {"statusCode": HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "headers": {"Content-Type": content_types.APPLICATION_JSON},
+            "body": json.dumps(body), "isBase64Encoded": False}
+
+
 @lambda_handler(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return _unsupported_media_type(event) or app.resolve(event, context)

@@ -47,3 +47,17 @@ def test_a_write_whose_caller_authorization_did_not_name_is_forbidden(runtime, p
     response = runtime.call_api("POST", path, body=body)
     assert response.status == 403, response.body
     assert "no caller identity" in response.json()["message"]
+
+
+def test_a_body_nested_too_deep_is_a_400_not_a_crash(runtime):
+    deep = '{"repository": "/tmp", "request": ' + "[" * 5000 + "]" * 5000 + "}"
+    response = runtime.call_api("POST", "/runs", raw_body=deep, caller=REQUESTER)
+    assert response.status == 400, response.body
+    assert "nested too deep" in response.json()["message"]
+
+
+def test_a_body_sent_as_another_content_type_is_a_415(runtime):
+    response = runtime.call_api("POST", "/runs", body={"repository": "/tmp", "request": "x"},
+                                headers={"Content-Type": "text/plain"}, caller=REQUESTER)
+    assert response.status == 415, response.body
+    assert "application/json" in response.json()["message"]
