@@ -48,6 +48,8 @@ class Settings:
     # Directories under which a local repository may lie. Only the local runtime sets them; on
     # AWS the functions read uploaded tarballs only.
     local_repository_roots: tuple[Path, ...] = ()
+    # The secret whose value seals the list cursors the API hands out (the API function only).
+    cursor_signing_secret_arn: str | None = None
     # A plan that writes nothing ends the run as `nothing_to_do`, unless this asks a person to
     # review it anyway (the reviewEmptyPlans context key).
     review_empty_plans: bool = False
@@ -87,6 +89,7 @@ class Settings:
             local_repository_roots=tuple(
                 Path(root) for root in os.environ.get("AGENTLEDGER_LOCAL_REPOSITORY_ROOTS", "").split(os.pathsep) if root),
             review_empty_plans=os.environ.get("AGENTLEDGER_REVIEW_EMPTY_PLANS", "false") == "true",
+            cursor_signing_secret_arn=os.environ.get("CURSOR_SIGNING_SECRET_ARN") or None,
             planner=os.environ.get("AGENTLEDGER_PLANNER") or "docstring-examples",
             bedrock_model_id=os.environ.get("AGENTLEDGER_BEDROCK_MODEL_ID", ""),
             bedrock_max_tokens=int(os.environ.get("AGENTLEDGER_BEDROCK_MAX_TOKENS", "4096")),

@@ -30,6 +30,7 @@ from .models import (
     StageStatus,
     utc_now,
 )
+from .cursors import CursorSeal
 from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
@@ -96,8 +97,9 @@ def resume_execution_name(run_id: str, resume_number: int) -> str:
 
 class RunService:
     def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort,
-                 sources: SourcePort, executions: ExecutionPort, metrics: MetricSink) -> None:
+                 sources: SourcePort, executions: ExecutionPort, metrics: MetricSink, cursors: CursorSeal) -> None:
         self.settings = settings
+        self.cursors = cursors
         self.ledger = ledger
         self.artifacts = artifacts
         self.sources = sources
@@ -144,8 +146,8 @@ class RunService:
 
     # -- read ------------------------------------------------------------------------------
     def list_runs(self, status: RunStatus | None, limit: int, cursor: str | None) -> dict[str, Any]:
-        runs, next_cursor = self.ledger.list_runs(status, limit, cursor)
-        return {"runs": [r.model_dump(mode="json") for r in runs], "next_cursor": next_cursor}
+        runs, next_cursor = self.ledger.list_runs(status, limit, self.cursors.open(cursor))
+        return {"runs": [r.model_dump(mode="json") for r in runs], "next_cursor": self.cursors.seal(next_cursor)}
 
     def view(self, run_id: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)

@@ -13,6 +13,7 @@ from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceA
 from agentledger.artifacts import ArtifactStore
 from agentledger.builds import CodeBuildBuilds
 from agentledger.config import Settings
+from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.executions import ExecutionControl
 from agentledger.ledger import LedgerStore
@@ -133,7 +134,10 @@ def _effects(settings: Settings) -> EffectRunner:
 def _service(settings: Settings) -> RunService:
     ledger, artifacts, sources = _stores(settings)
     executions = ExecutionControl(settings.require_state_machine(), boto3.client("stepfunctions"))
-    return RunService(settings, ledger, artifacts, sources, executions, sink)
+    if not settings.cursor_signing_secret_arn:
+        raise RuntimeError("environment variable CURSOR_SIGNING_SECRET_ARN is not set; the stack must pass it to this function")
+    key = parameters.get_secret(settings.cursor_signing_secret_arn, max_age=TOKEN_CACHE_SECONDS)
+    return RunService(settings, ledger, artifacts, sources, executions, sink, CursorSeal(str(key).encode()))
 
 
 def workflow() -> Workflow:

@@ -74,6 +74,8 @@ class FunctionSpec:
     grants_uploads: bool = False
     # Runs the planner, so it may call the configured model.
     plans: bool = False
+    # Hands out list cursors, sealed with the cursor signing key.
+    signs_cursors: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         state_machine_task=False,
         decides_reviews=True,
         grants_uploads=True,
+        signs_cursors=True,
     ),
     FunctionSpec("AssessFunction", "handlers.control.assess", 60, artifacts=Access.READ),
     FunctionSpec("InspectFunction", "handlers.stages.inspect", 300),
@@ -283,6 +286,7 @@ class Functions(Construct):
                 **(self._effect_environment if spec.delivers_effects else {}),
                 **(self._build_environment if spec.starts_test_builds else {}),
                 **(self._review_environment if spec.decides_reviews else {}),
+                **({"CURSOR_SIGNING_SECRET_ARN": self._storage.cursor_signing_key.secret_arn} if spec.signs_cursors else {}),
                 **spec.extra_environment,
             },
         )
@@ -290,6 +294,9 @@ class Functions(Construct):
         function.node.default_child.override_logical_id(spec.name)
 
         self._grant_data_access(role, spec)
+        if spec.signs_cursors:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"], resources=[self._storage.cursor_signing_key.secret_arn]))
         if spec.plans and self._planner.planner == "bedrock":
             # The Converse API is authorized as bedrock:InvokeModel, here on the configured model only.
             role.add_to_principal_policy(iam.PolicyStatement(

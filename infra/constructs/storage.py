@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 # Sparse indexes over the ledger: only run items carry these attributes.
@@ -46,7 +47,8 @@ def _private_bucket_props() -> dict[str, Any]:
 
 
 class Storage(Construct):
-    """The ledger and idempotency tables, the artifact bucket and its access-log bucket."""
+    """The ledger and idempotency tables, the artifact bucket and its access-log bucket, and the
+    key that seals list cursors."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
@@ -102,4 +104,19 @@ class Storage(Construct):
                 ),
             ],
             **_private_bucket_props(),
+        )
+
+        # Seals the list cursors the API hands out (an HMAC key), so a forged cursor is refused.
+        self.cursor_signing_key = secretsmanager.Secret(
+            self,
+            "CursorSigningKey",
+            description="HMAC key the agentledger API seals its list cursors with",
+            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
+        )
+        Validations.of(self.cursor_signing_key).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SMG4",
+                reason="Rotating the key only makes outstanding list cursors stale (a client lists again); "
+                "rotate it by replacing the secret's value, no rotation function needed.",
+            )
         )

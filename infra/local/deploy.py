@@ -5,6 +5,7 @@ import io
 import json
 import logging
 import re
+import secrets
 import sys
 import warnings
 import zipfile
@@ -124,9 +125,11 @@ def _create_unmodelled_resources(template: dict[str, Any], region: str,
             projects[name] = resource.get("Properties", {})
         elif resource["Type"] == "AWS::SecretsManager::Secret":
             props = resource.get("Properties", {})
+            # As CloudFormation does for GenerateSecretString: a fresh random value.
+            value = secrets.token_urlsafe(48) if "GenerateSecretString" in props else props.get("SecretString", "placeholder")
             created = boto3.client("secretsmanager", region_name=region).create_secret(
                 Name=props.get("Name", f"{STACK_NAME}-{logical}"), Description=props.get("Description", ""),
-                SecretString=props.get("SecretString", "placeholder"))
+                SecretString=value)
             resolved[logical] = created["ARN"]
             arns[logical] = created["ARN"]
         else:

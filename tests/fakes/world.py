@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agentledger.agent import Agent
 from agentledger.config import Settings
+from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.models import Stage
 from agentledger.receivers import Receiver
@@ -25,6 +26,7 @@ from tests.fakes.effects import InMemoryIdempotency, InMemoryTracker
 from tests.samples import write_sample_repository
 
 TOKEN = "task-token-1"
+CURSOR_KEY = b"memory-cursor-signing-key"
 # Callers as API Gateway's IAM authorization names them.
 REQUESTER = "arn:aws:iam::123456789012:user/requester"
 REVIEWER = "arn:aws:iam::123456789012:user/reviewer"
@@ -90,7 +92,7 @@ def build_world(tmp_path: Path, *, max_replans: int = 3, tracker: InMemoryTracke
         repo=write_sample_repository(tmp_path / "repo"), settings=settings, ledger=ledger, artifacts=artifacts,
         executions=executions, metrics=metrics, agent=agent, builds=builds, tracker=tracker, persistence=persistence,
         workflow=Workflow(settings, ledger, artifacts, sources, agent, executions, metrics, builds),
-        service=RunService(settings, ledger, artifacts, sources, executions, metrics),
+        service=RunService(settings, ledger, artifacts, sources, executions, metrics, CursorSeal(CURSOR_KEY)),
         effects=EffectRunner(settings, ledger, artifacts, sources,
                              {"tickets": tracker} if receivers is None else receivers, persistence, metrics),
     )

@@ -275,5 +275,20 @@ def test_only_the_effect_deliverers_reach_the_receivers(function_actions, name: 
         assert receiver_actions == {
             "sns:Publish", "kms:GenerateDataKey", "kms:Decrypt", "secretsmanager:GetSecretValue"
         }
+    elif name == "ApiFunction":
+        assert receiver_actions == {"secretsmanager:GetSecretValue"}  # the cursor signing key, below
     else:
         assert receiver_actions == set()
+
+
+def test_only_the_api_function_reads_the_cursor_signing_key(resources, function_statements, logical_id) -> None:
+    key = logical_id("AWS::SecretsManager::Secret", "CursorSigningKey")
+    (read,) = _statements_with(function_statements, "ApiFunction", "secretsmanager:GetSecretValue")
+    assert read["Action"] == "secretsmanager:GetSecretValue" and read["Resource"] == {"Ref": key}
+    for name, function in resources("AWS::Lambda::Function").items():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert ("CURSOR_SIGNING_SECRET_ARN" in variables) == (name == "ApiFunction")
+    assert resources("AWS::Lambda::Function")["ApiFunction"]["Properties"]["Environment"]["Variables"][
+        "CURSOR_SIGNING_SECRET_ARN"] == {"Ref": key}
+    secret = resources("AWS::SecretsManager::Secret")[key]["Properties"]
+    assert secret["GenerateSecretString"]["PasswordLength"] == 64

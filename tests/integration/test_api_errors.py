@@ -61,3 +61,24 @@ def test_a_body_sent_as_another_content_type_is_a_415(runtime):
                                 headers={"Content-Type": "text/plain"}, caller=REQUESTER)
     assert response.status == 415, response.body
     assert "application/json" in response.json()["message"]
+
+
+def test_a_forged_cursor_is_refused_and_an_issued_one_pages_on(runtime, tmp_path):
+    from agentledger.ledger import encode_cursor  # noqa: PLC0415
+
+    forged = encode_cursor({"pk": "run#run-00000000000000000000", "sk": "run", "entity": "run",
+                            "created_key": "9999"})
+    refused = runtime.call_api("GET", "/runs", query={"cursor": forged}, caller=REQUESTER)
+    assert refused.status == 400 and "cursor is not one this API returned" in refused.json()["message"]
+
+    for number in range(3):
+        (tmp_path / f"r{number}").mkdir()
+        created = runtime.call_api("POST", "/runs", body={"repository": str(tmp_path / f"r{number}"), "request": "x"},
+                                   headers={"Idempotency-Key": f"cursor-{tmp_path.name}-{number}"}, caller=REQUESTER)
+        assert created.status == 201
+        runtime.wait_for_execution(created.json()["execution"])  # nothing to do: it ends at once
+    first = runtime.call_api("GET", "/runs", query={"limit": "1"}, caller=REQUESTER).json()
+    assert first["next_cursor"]
+    second = runtime.call_api("GET", "/runs", query={"limit": "1", "cursor": first["next_cursor"]},
+                              caller=REQUESTER).json()
+    assert second["runs"] and second["runs"][0]["run_id"] != first["runs"][0]["run_id"]
