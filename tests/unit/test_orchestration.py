@@ -168,3 +168,13 @@ def test_an_effect_without_a_receiver_is_skipped_and_recorded(world: World) -> N
     run_id, execution = world.ready_to_complete()
     assert world.effects.deliver(run_id, execution, "completion_notification")["status"] == "skipped"
     assert any(d.kind == "effect_skipped" for d in world.ledger.load(run_id).decisions)
+
+
+def test_the_execute_workspace_is_removed_once_its_files_are_artifacts(world: World) -> None:
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
+    workspace = world.settings.workspace_root / run_id / "execute"
+    assert not workspace.exists()
+    ledger = world.ledger.load(run_id)
+    files = world.artifacts.get_json(next(r for r in ledger.artifacts if r.name == "test-files.json"))
+    assert files  # the written tests outlive their workspace

@@ -2,6 +2,7 @@
 the agent for the work, stores the outputs and returns the evidence the graph says it records."""
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,6 +153,9 @@ class StageWork:
             self.artifacts.put_json(run_id, Stage.EXECUTE, "test-files.json", execution.files),
             self.artifacts.put_text(run_id, Stage.EXECUTE, "changes.diff", execution.diff, "text/x-diff"),
         ]
+        # What the workspace holds is in the artifacts now; an attempt that failed leaves its
+        # workspace for the person it is handed to.
+        shutil.rmtree(workspace, ignore_errors=True)
         return StageResult(refs, stage_evidence(Stage.EXECUTE, digest(execution.files), ctx.ledger))
 
     def verify(self, ctx: StageContext) -> StageResult:
