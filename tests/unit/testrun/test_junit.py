@@ -12,26 +12,9 @@ from agentledger.testrun.junit import MAX_DOCUMENT_BYTES, TestCounts, summarize_
 
 pytestmark = pytest.mark.unit
 
-TINY_SUITE = '''
-import pytest
-
-@pytest.fixture
-def broken():
-    raise RuntimeError("fixture fails")
-
-def test_passes():
-    assert True
-
-def test_fails():
-    assert 1 == 2
-
-def test_errors(broken):
-    pass
-
-@pytest.mark.skip(reason="not today")
-def test_skipped():
-    pass
-'''
+# A suite with one case of each outcome, run by a subprocess pytest to get a real JUnit report.
+# Kept as data: its skipped case belongs to that report, not to this project's suite.
+TINY_SUITE = (Path(__file__).parent / "data" / "tiny_suite.txt").read_text()
 
 SUREFIRE = b'''<?xml version="1.0" encoding="UTF-8"?>
 <testsuite name="com.example.CalcTest" tests="4" failures="1" errors="1" skipped="1">
