@@ -29,11 +29,12 @@ DEFAULT_GITHUB_BASE_BRANCH = "main"  # the branch pull requests are opened again
 DEFAULT_REVIEW_EMPTY_PLANS = False  # ask a person to review a plan that writes nothing
 DEFAULT_AGENT = ""  # "package.module:factory" of a custom agent; "" is the reference agent
 PLANNERS = ("docstring-examples", "bedrock")
-DEFAULT_PLANNER = "docstring-examples"  # the reference agent's planner; "bedrock" calls a model
-DEFAULT_BEDROCK_MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
-DEFAULT_BEDROCK_MAX_TOKENS = 4096
-DEFAULT_BEDROCK_TEMPERATURE = 0.0  # plans should not vary from call to call
-DEFAULT_BEDROCK_PRICES = "0.0008,0.004"  # USD per 1,000 input,output tokens (the estimate's price table)
+# The planner's defaults are PlannerConfig's: the reference agent's own planner, no model called.
+DEFAULT_PLANNER = PlannerConfig.planner
+DEFAULT_BEDROCK_MODEL_ID = PlannerConfig.model_id
+DEFAULT_BEDROCK_MAX_TOKENS = PlannerConfig.max_tokens
+DEFAULT_BEDROCK_TEMPERATURE = PlannerConfig.temperature
+DEFAULT_BEDROCK_PRICES = PlannerConfig.prices
 
 
 def _context(app: App, key: str, default: Any) -> Any:

@@ -64,7 +64,7 @@ class AgentLedgerStack(Stack):
             allow_self_approval=allow_self_approval,
             review_empty_plans=review_empty_plans,
             agent_spec=agent_spec,
-            planner=planner or PlannerConfig(),
+            planner=planner,
         )
         workflow = Workflow(self, "Workflow", functions=functions)
         functions.connect_state_machine(workflow.state_machine)

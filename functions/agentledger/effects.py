@@ -112,8 +112,7 @@ class EffectRunner:
         """An effect that links others is written after them: its content (and so its key) must
         not depend on whether they happened to be confirmed when an attempt looked."""
         for linked in EFFECTS[name].links:
-            confirmed = any(e.kind == linked and e.status == EffectStatus.CONFIRMED for e in ledger.effects.values())
-            if not confirmed and self._skip_reason(ledger, linked) is None:
+            if ledger.confirmed(linked) is None and self._skip_reason(ledger, linked) is None:
                 raise EffectInProgressError(f"{name} links the {linked}, which is not confirmed yet")
 
     def _recheck(self, run_id: str, effect: Effect, receiver: Receiver) -> dict[str, Any]:
@@ -203,12 +202,8 @@ def _outcome(effect: Effect) -> dict[str, Any]:
 
 # -- what each effect says (deterministic: built from the ledger only, so a retry commits to the
 # same content and therefore the same key) --------------------------------------------------------
-def _committed(ledger: Ledger) -> set[str]:
-    return {key for record in ledger.stages.values() for key in record.outputs}
-
-
 def _links(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, str]:
-    committed = _committed(ledger)
+    committed = ledger.committed_keys()
     return {ref.name: f"s3://{artifacts.bucket}/{ref.key}" for ref in ledger.artifacts
             if ref.key in committed and ref.name in ("plan.json", "changes.diff", "test-output.txt", "command.json")}
 
@@ -226,8 +221,8 @@ def _review_notification(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, A
 
 
 def _confirmed_url(ledger: Ledger, kind: str) -> str | None:
-    confirmed = [e for e in ledger.effects.values() if e.kind == kind and e.status == EffectStatus.CONFIRMED]
-    return (confirmed[-1].receiver_url or confirmed[-1].receiver_id) if confirmed else None
+    confirmed = ledger.confirmed(kind)
+    return (confirmed.receiver_url or confirmed.receiver_id) if confirmed else None
 
 
 def _repository_name(ledger: Ledger) -> str:
@@ -236,7 +231,7 @@ def _repository_name(ledger: Ledger) -> str:
 
 
 def _test_counts(ledger: Ledger) -> str:
-    latest = max(ledger.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)
+    latest = ledger.latest_test_run()
     report = (latest.report if latest else None) or {}
     counts = report.get("counts") or {}
     shown = ", ".join(f"{counts[name]} {name}" for name in ("passed", "failed", "errors", "skipped") if counts.get(name))
@@ -245,7 +240,7 @@ def _test_counts(ledger: Ledger) -> str:
 
 def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
-    committed = _committed(ledger)
+    committed = ledger.committed_keys()
     files = next(ref for ref in reversed(ledger.artifacts) if ref.name == "test-files.json" and ref.key in committed)
     review = ledger.review
     lines = [

@@ -259,3 +259,16 @@ class Ledger(Record):
     effects: dict[str, Effect] = Field(default_factory=dict)
     test_runs: dict[str, TestRun] = Field(default_factory=dict)
     review: Review | None = None
+
+    def committed_keys(self) -> set[str]:
+        """The artifact keys some stage committed as its outputs."""
+        return {key for record in self.stages.values() for key in record.outputs}
+
+    def confirmed(self, kind: str) -> Effect | None:
+        """The newest confirmed effect of that kind."""
+        found = [effect for effect in self.effects.values()
+                 if effect.kind == kind and effect.status == EffectStatus.CONFIRMED]
+        return found[-1] if found else None
+
+    def latest_test_run(self) -> TestRun | None:
+        return max(self.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)

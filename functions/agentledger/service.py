@@ -35,7 +35,7 @@ from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
 from .sources import upload_key
-from .states import DecisionKind, EffectStatus, EvidenceState, Verdict
+from .states import DecisionKind, EvidenceState, Verdict
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 
@@ -159,9 +159,10 @@ class RunService:
                                for name in ledger.evidence}
         document = ledger.model_dump(mode="json", exclude={"review": {"task_token"}})
         document["evidence_status"] = evidence_status
+        committed = ledger.committed_keys()
         document["artifacts"] = [
             {**ref.model_dump(mode="json"), "url": self.artifacts.presigned_url(ref),
-             "committed": ref.key in {k for r in ledger.stages.values() for k in r.outputs}}
+             "committed": ref.key in committed}
             for ref in ledger.artifacts
         ]
         document["handoff"] = _handoff_view(ledger)
@@ -175,14 +176,14 @@ class RunService:
         plan = self._committed_json(ledger, Stage.PLAN, "plan.json")
         files = self._committed_json(ledger, Stage.EXECUTE, "test-files.json") or {}
         items = (plan or {}).get("items", [])
-        latest = max(ledger.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)
+        latest = ledger.latest_test_run()
         report = (latest.report if latest else None) or {}
         counts = report.get("counts") or {}
-        pulls = [e for e in ledger.effects.values() if e.kind == "pull_request" and e.status == EffectStatus.CONFIRMED]
+        pull = ledger.confirmed("pull_request")
         return {
             "request": ledger.run.request,
             "outcome": ledger.run.outcome,
-            "pull_request": (pulls[-1].receiver_url or pulls[-1].receiver_id) if pulls else None,
+            "pull_request": (pull.receiver_url or pull.receiver_id) if pull else None,
             "plan": None if plan is None else {
                 "planner": plan.get("planner"), "targets": len(items), "skipped": len(plan.get("skipped", [])),
                 "first": [{"target": item["target"], "test_path": item["test_path"], "rationale": item["rationale"]}

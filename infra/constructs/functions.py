@@ -85,8 +85,8 @@ class PlannerConfig:
     planner: str = "docstring-examples"
     model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     max_tokens: int = 4096
-    temperature: float = 0.0
-    prices: str = "0,0"  # USD per 1,000 input,output tokens
+    temperature: float = 0.0  # plans should not vary from call to call
+    prices: str = "0.0008,0.004"  # USD per 1,000 input,output tokens: the cost estimate's price table
 
     def environment(self) -> dict[str, str]:
         return {"AGENTLEDGER_PLANNER": self.planner, "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,

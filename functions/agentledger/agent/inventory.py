@@ -100,7 +100,7 @@ def documented_objects(tree: ast.Module) -> Iterator[tuple[str, str, DocumentedN
 
 def _public_definitions(body: list[ast.stmt]) -> list[ast.ClassDef | FunctionNode]:
     by_name = {node.name: node for node in body
-               if isinstance(node, (ast.ClassDef, *FunctionNode.__args__)) and not node.name.startswith("_")}
+               if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_")}
     return sorted(by_name.values(), key=lambda node: node.lineno)
 
 

@@ -20,6 +20,7 @@ from agentledger.agent.inventory import (
 )
 from agentledger.agent.source import SourceSnapshot, is_safe_relative_path
 from agentledger.fingerprints import digest, sha256_bytes
+from agentledger.testrun.config import ConfigError, read_bounded
 
 GENERATED_TESTS_DIR = "agentledger_tests"
 NO_EXAMPLES = "no docstring examples to turn into tests"
@@ -208,12 +209,14 @@ def project_option_flags(snapshot: SourceSnapshot) -> tuple[list[str], dict[str,
     pytest would read, and that file's digest. Flags of pytest's own (NUMBER, ALLOW_UNICODE,
     ALLOW_BYTES) have no meaning to the standard library's runner and are left out."""
     for name, section in PYTEST_CONFIGS:
-        path = snapshot.root / name
-        if name not in snapshot.files or not path.is_file():
+        if name not in snapshot.files:
             continue
-        data = path.read_bytes()
-        value = _config_value(name, section, data)
-        if value is None:
+        try:
+            data = read_bounded(snapshot.root / name)  # the repository's file: bounded, never a link
+        except ConfigError:
+            continue  # the test run refuses it with the reason; the plan just takes no flags from it
+        value = None if data is None else _config_value(name, section, data)
+        if value is None or data is None:
             continue
         words = value.split() if isinstance(value, str) else [str(word) for word in value]
         return sorted({word for word in words if word in doctest.OPTIONFLAGS_BY_NAME}), {name: sha256_bytes(data)}

@@ -352,7 +352,7 @@ def _table(document: dict[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def _setup_cfg_extras(root: Path) -> set[str]:
-    data = _read_bounded(root / "setup.cfg")
+    data = read_bounded(root / "setup.cfg")
     if data is None:
         return set()
     parser = configparser.ConfigParser(interpolation=None)
@@ -381,7 +381,7 @@ def _node_test(package: dict[str, Any]) -> str:
 
 
 def _package_json(root: Path) -> dict[str, Any]:
-    data = _read_bounded(root / "package.json")
+    data = read_bounded(root / "package.json")
     if data is None:
         return {}
     try:
@@ -396,7 +396,7 @@ def _package_json(root: Path) -> dict[str, Any]:
 # --- files ------------------------------------------------------------------------------------
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
-    data = _read_bounded(path)
+    data = read_bounded(path)
     if data is None:
         return None
     try:
@@ -405,7 +405,7 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path.name} is not valid TOML: {error}") from None
 
 
-def _read_bounded(path: Path) -> bytes | None:
+def read_bounded(path: Path) -> bytes | None:
     """The file's bytes, or None when there is none. A link is refused rather than followed: the
     repository could point it at /dev/zero or at a file of the host."""
     if path.is_symlink():

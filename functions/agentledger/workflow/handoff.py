@@ -28,7 +28,6 @@ from ..models import (
 from ..ports import ArtifactPort, LedgerPort, MetricSink
 from ..restart import classify, parse_cause
 from ..states import DecisionKind, RecoveryAction
-from .stages import committed_keys
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class Handoffs:
     def _handoff(self, ledger: Ledger, execution: str, failure: Failure, kind: str, stage: Stage | None,
                  record: StageRecord | None) -> Handoff:
         run = ledger.run
-        committed = committed_keys(ledger)
+        committed = ledger.committed_keys()
         written = self.artifacts.list_keys(f"runs/{run.run_id}/{stage.value}/") if stage else []
         return Handoff(
             kind=kind,

@@ -64,10 +64,6 @@ class StageContext:
     task_token: str | None
 
 
-def committed_keys(ledger: Ledger) -> set[str]:
-    return {key for record in ledger.stages.values() for key in record.outputs}
-
-
 def committed_output(ledger: Ledger, stage: Stage, name: str) -> ArtifactRef:
     record = ledger.stages.get(stage.value)
     keys = set(record.outputs) if record else set()
@@ -209,7 +205,7 @@ class StageWork:
             committed_output(ledger, Stage.VERIFY, "command.json"))
         approved = None if nothing_to_do or ledger.review is None else ledger.review.model_dump(
             mode="json", exclude={"task_token"})
-        committed = committed_keys(ledger)
+        committed = ledger.committed_keys()
         summary = {
             "run_id": run_id,
             "request": ctx.run.request,

@@ -185,3 +185,11 @@ def test_pytest_ini_wins_over_pyproject_and_a_pyproject_without_pytest_settings_
     assert _plan(repo).option_flags == ["ELLIPSIS"]
     write(repo, "pytest.ini", "[pytest]\ndoctest_optionflags = IGNORE_EXCEPTION_DETAIL\n")
     assert _plan(repo).option_flags == ["IGNORE_EXCEPTION_DETAIL"]
+
+
+def test_a_configuration_file_that_is_a_link_gives_no_flags_and_is_not_read(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    (repo / "pytest.ini").symlink_to("/dev/zero")  # read in full, it would never end
+    write(repo, "setup.cfg", "[tool:pytest]\ndoctest_optionflags = ELLIPSIS\n")
+    plan = _plan(repo)
+    assert plan.option_flags == ["ELLIPSIS"] and "pytest.ini" not in plan.files_read
