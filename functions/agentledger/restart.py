@@ -115,14 +115,19 @@ def _next_reason(ledger: Ledger, statuses: dict[str, EvidenceStatus], complete: 
 
 
 # -- failure classification ----------------------------------------------------------------
-# Errors the state machine retries with backoff before they ever reach the classifier.
+# Errors the state machine retries with backoff before they ever reach the classifier. A
+# function that ran out of time (Sandbox.Timedout, or Lambda.Unknown from older runtimes) left
+# nothing half-done that the ledger does not know about, so another attempt is safe.
 RETRYABLE_ERRORS = frozenset(
     {
         "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
-        "Lambda.TooManyRequestsException", "Lambda.Unknown", "Runtime.ExitError",
-        "TransientError", "ConcurrentModificationError", "EffectFailedError", "EffectInProgressError",
+        "Lambda.TooManyRequestsException", "Lambda.Unknown", "Sandbox.Timedout", "Runtime.ExitError",
+        "States.Timeout", "TransientError", "ConcurrentModificationError", "EffectFailedError",
+        "EffectInProgressError",
     }
 )
+# The review state's own time limit is a week of nobody answering: asking again would not help.
+REVIEW_WAIT_TIMEOUTS = frozenset({"States.Timeout", "States.HeartbeatTimeout"})
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,10 @@ class Classification:
     reason: str
 
 
-def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Classification:
+def classify(error_name: str, cause: str, replans: int, max_replans: int,
+             failed_stage: str | None = None) -> Classification:
+    if error_name in REVIEW_WAIT_TIMEOUTS and failed_stage == Stage.AWAIT_REVIEW:
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the review timed out; nobody answered in time")
     if error_name == "StaleContextError":
         if replans > max_replans:
             return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.HANDOFF, f"context went stale after {replans} replans")
@@ -141,8 +149,6 @@ def classify(error_name: str, cause: str, replans: int, max_replans: int) -> Cla
         return Classification(FailureKind.SUPERSEDED, RecoveryAction.ABANDON, "a newer execution owns this run")
     if error_name in RETRYABLE_ERRORS:
         return Classification(FailureKind.RETRYABLE, RecoveryAction.HANDOFF, f"{error_name} persisted after the retries")
-    if error_name in ("States.Timeout", "States.HeartbeatTimeout"):
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the step timed out; nobody answered in time")
     if error_name == "EffectUnconfirmedError":
         return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "an external write was sent but the receiver never confirmed it; "
                                                  "check the receiver before resuming")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentledger.restart import RETRYABLE_ERRORS
+from agentledger.restart import RETRYABLE_ERRORS, REVIEW_WAIT_TIMEOUTS
 from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
 from infra import PROJECT_ROOT
 
@@ -29,7 +29,10 @@ def _choices(state_name: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_every_task_retries_the_transient_errors_the_policy_names(name: str) -> None:
     retries = TASKS[name]["Retry"]
-    assert set(retries[0]["ErrorEquals"]) == RETRYABLE_ERRORS - {LOCK_WAIT}
+    waits_for_a_person = TASKS[name]["Resource"].endswith(".waitForTaskToken")
+    expected = RETRYABLE_ERRORS - {LOCK_WAIT} - (REVIEW_WAIT_TIMEOUTS if waits_for_a_person else set())
+    assert set(retries[0]["ErrorEquals"]) == expected
+    assert {"Sandbox.Timedout", "Lambda.Unknown"} <= expected
     retried = {error for retry in retries for error in retry["ErrorEquals"]}
     assert retried <= RETRYABLE_ERRORS | {RECHECK}
 

@@ -266,7 +266,8 @@ def test_a_superseded_execution_abandons_quietly() -> None:
 
 @pytest.mark.parametrize("error", ["Runtime.ExitError", "TransientError", "Lambda.ServiceException",
                                    "Lambda.TooManyRequestsException", "ConcurrentModificationError",
-                                   "EffectFailedError", "EffectInProgressError"])
+                                   "EffectFailedError", "EffectInProgressError", "Sandbox.Timedout",
+                                   "Lambda.Unknown", "States.Timeout"])
 def test_a_retryable_error_that_outlived_its_retries_is_handed_off_as_retryable(error: str) -> None:
     verdict = classify(error, "boom", 0, MAX_REPLANS)
     assert (verdict.kind, verdict.action) == ("retryable", "handoff")
@@ -274,10 +275,17 @@ def test_a_retryable_error_that_outlived_its_retries_is_handed_off_as_retryable(
 
 
 @pytest.mark.parametrize("error", ["States.Timeout", "States.HeartbeatTimeout"])
-def test_a_timeout_needs_a_person(error: str) -> None:
-    verdict = classify(error, "", 0, MAX_REPLANS)
+def test_a_review_nobody_answered_in_time_needs_a_person(error: str) -> None:
+    verdict = classify(error, "", 0, MAX_REPLANS, failed_stage="await_review")
     assert (verdict.kind, verdict.action) == ("needs_person", "handoff")
-    assert "timed out" in verdict.reason
+    assert "nobody answered in time" in verdict.reason
+
+
+@pytest.mark.parametrize("stage", ["inspect", "verify", "complete"])
+def test_a_stage_function_that_ran_out_of_time_is_transient(stage: str) -> None:
+    for error in ("States.Timeout", "Sandbox.Timedout"):
+        verdict = classify(error, "Task timed out after 60.00 seconds", 0, MAX_REPLANS, failed_stage=stage)
+        assert (verdict.kind, verdict.action) == ("retryable", "handoff")
 
 
 @pytest.mark.parametrize("error", ["VerificationFailedError", "EffectUnconfirmedError", "EffectRejectedError"])

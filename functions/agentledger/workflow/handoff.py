@@ -61,7 +61,7 @@ class Handoffs:
             return {"run_id": run_id, "action": RecoveryAction.ABANDON, "reason": "a newer execution owns this run"}
         if run.status == RunStatus.COMPLETE:
             return {"run_id": run_id, "action": RecoveryAction.DONE, "reason": "the run completed before the failure"}
-        verdict = classify(name, cause.get("errorMessage", ""), run.replans, self.max_replans)
+        verdict = classify(name, cause.get("errorMessage", ""), run.replans, self.max_replans, failed_stage)
         if verdict.action in (RecoveryAction.REPLAN, RecoveryAction.ABANDON):
             self.ledger.append(run_id, new_decision(DecisionKind.RECOVERY, verdict.reason,
                                                     {"error": name, "cause": cause, "action": verdict.action}, execution))
