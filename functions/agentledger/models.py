@@ -116,10 +116,10 @@ class ChangeRequest(Record):
     decided_at: str | None = None
 
 
-class Review(Record):
-    """The pending review of a run: the task token binds the approval to one plan and revision."""
+class ReviewView(Record):
+    """A run's review as the API shows it: everything but the task token, with which only the
+    workflow answers the waiting execution."""
 
-    task_token: str
     plan_digest: str
     revision: str
     execution: str
@@ -130,6 +130,12 @@ class Review(Record):
     comment: str | None = None
     # A reviewer asked for changes to this very plan, and the planner made it again.
     unchanged_after: ChangeRequest | None = None
+
+
+class Review(ReviewView):
+    """The pending review of a run: the task token binds the approval to one plan and revision."""
+
+    task_token: str
 
 
 class TestRun(Record):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from http import HTTPStatus
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -21,10 +22,16 @@ from .fingerprints import digest, sha256_bytes
 from .freshness import invalidate, review_still_holds
 from .ledger import new_decision
 from .models import (
+    ArtifactRef,
     Assessment,
+    Decision,
+    EvidenceStatus,
     Handoff,
     Ledger,
+    ReviewView,
     Run,
+    RunOutcome,
+    RunState,
     RunStatus,
     Stage,
     StageStatus,
@@ -69,6 +76,112 @@ SUMMARY_PLAN_ITEMS = 5
 class UploadRequest(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the .tar.gz to upload")
     size: int = Field(ge=1, le=MAX_UPLOAD_BYTES, description="its size in bytes")
+
+
+class ErrorBody(BaseModel):
+    """Every refusal and failure the API answers, whichever part of it answers."""
+
+    error: str = Field(description="the HTTP status phrase, e.g. Unprocessable Entity")
+    message: str = Field(description="what was wrong, and what to do about it")
+
+    @classmethod
+    def of(cls, status: HTTPStatus, message: str) -> ErrorBody:
+        return cls(error=status.phrase, message=message)
+
+
+# What each route answers on success. The service builds its answers through these models, so
+# the API's OpenAPI document, which declares them, describes what it returns.
+class RunSummary(BaseModel):
+    run_id: str
+    status: RunStatus
+    state: RunState
+    execution: str | None
+    revision: str | None
+
+
+class UploadGrant(BaseModel):
+    repository: str = Field(description="what to start the run on once the tarball is uploaded")
+    expires_in_s: int
+    url: str = Field(description="where to POST the tarball, as multipart/form-data")
+    fields: dict[str, str] = Field(description="the form fields to send with it, the file last")
+
+
+class RunPage(BaseModel):
+    runs: list[Run]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
+
+
+class ArtifactView(ArtifactRef):
+    url: str = Field(description="a presigned link to its bytes")
+    committed: bool = Field(description="whether a stage committed it as one of its outputs")
+
+
+class HandoffView(Decision):
+    details: Handoff
+
+
+class PlanItemView(BaseModel):
+    target: str
+    test_path: str
+    rationale: str
+
+
+class PlanView(BaseModel):
+    planner: str | None
+    targets: int
+    skipped: int
+    first: list[PlanItemView]
+
+
+class FileChange(BaseModel):
+    path: str
+    lines: int
+
+
+class TestsView(BaseModel):
+    __test__ = False  # not a pytest class
+    written: int
+    outcome: str | None
+    passed: int | None
+    failed: int | None
+    errors: int | None
+    skipped: int | None
+
+
+class RunOverview(BaseModel):
+    """What a person reads first."""
+
+    request: str
+    outcome: RunOutcome | None
+    pull_request: str | None
+    plan: PlanView | None
+    files_changed: list[FileChange]
+    tests: TestsView
+
+
+class RunView(Ledger):
+    """The whole ledger of a run, as GET /runs/{run_id} shows it."""
+
+    artifacts: list[ArtifactView] = Field(default_factory=list)
+    review: ReviewView | None = None
+    evidence_status: dict[str, EvidenceStatus]
+    handoff: HandoffView | None = Field(description="set while the run needs a person")
+    summary: RunOverview
+    artifact_location: str
+
+
+class ReviewOutcome(BaseModel):
+    run_id: str
+    decision: Verdict
+    status: RunStatus
+    delivered: bool = Field(description="whether the waiting execution took the decision now; "
+                                        "if not, the review keeper hands it to the task that waits next")
+
+
+class ResumeOutcome(BaseModel):
+    run_id: str
+    execution: str
+    assessment: Assessment
 
 
 class RunConflictError(Exception):
@@ -138,16 +251,17 @@ class RunService:
         a run reads it) and its size is the one declared."""
         key = upload_key(body.sha256)
         grant = self.artifacts.upload_grant(key, body.size, UPLOAD_GRANT_SECONDS, min_bytes=body.size)
-        return {"repository": f"s3://{self.artifacts.bucket}/{key}", "expires_in_s": UPLOAD_GRANT_SECONDS, **grant}
+        return UploadGrant(repository=f"s3://{self.artifacts.bucket}/{key}", expires_in_s=UPLOAD_GRANT_SECONDS,
+                           **grant).model_dump(mode="json")
 
     def _summary(self, run: Run) -> dict[str, Any]:
-        return {"run_id": run.run_id, "status": run.status.value, "state": run.state.value,
-                "execution": run.active_execution, "revision": run.revision}
+        return RunSummary(run_id=run.run_id, status=run.status, state=run.state, execution=run.active_execution,
+                          revision=run.revision).model_dump(mode="json")
 
     # -- read ------------------------------------------------------------------------------
     def list_runs(self, status: RunStatus | None, limit: int, cursor: str | None) -> dict[str, Any]:
         runs, next_cursor = self.ledger.list_runs(status, limit, self.cursors.open(cursor))
-        return {"runs": [r.model_dump(mode="json") for r in runs], "next_cursor": self.cursors.seal(next_cursor)}
+        return RunPage(runs=runs, next_cursor=self.cursors.seal(next_cursor)).model_dump(mode="json")
 
     def view(self, run_id: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
@@ -157,7 +271,7 @@ class RunService:
         except Exception as error:  # noqa: BLE001 — the ledger is still worth showing without the source
             evidence_status = {name: {"name": name, "status": EvidenceState.UNKNOWN.value, "reason": f"source unavailable: {error}"}
                                for name in ledger.evidence}
-        document = ledger.model_dump(mode="json", exclude={"review": {"task_token"}})
+        document = ledger.model_dump(mode="json")  # RunView's review leaves the task token out
         document["evidence_status"] = evidence_status
         committed = ledger.committed_keys()
         document["artifacts"] = [
@@ -168,7 +282,7 @@ class RunService:
         document["handoff"] = _handoff_view(ledger)
         document["summary"] = self._summary_view(ledger)
         document["artifact_location"] = self.artifacts.location(run_id)
-        return document
+        return RunView.model_validate(document).model_dump(mode="json")
 
     def _summary_view(self, ledger: Ledger) -> dict[str, Any]:
         """What a person reads first: the request, the plan in a few lines, the files the run
@@ -244,7 +358,8 @@ class RunService:
                                                  {"decision": body.decision, "plan_digest": body.plan_digest})
         # Not delivered: the waiting task is gone (its attempt failed or timed out). The decision
         # is recorded, and the review keeper hands it to the task that waits now.
-        return {"run_id": run_id, "decision": body.decision, "status": run.status.value, "delivered": delivered}
+        return ReviewOutcome(run_id=run_id, decision=body.decision, status=run.status,
+                             delivered=delivered).model_dump(mode="json")
 
     def _refuse_review(self, run: Run, body: ReviewRequest, actor: str) -> None:
         why = (f"{actor} requested run {run.run_id} and may not approve it; another reviewer must "
@@ -283,7 +398,7 @@ class RunService:
         number = run.resumes + 1
         name = resume_execution_name(run_id, number)
         assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans)
-        response = {"run_id": run_id, "execution": name, "assessment": _assessment_view(assessment)}
+        response = ResumeOutcome(run_id=run_id, execution=name, assessment=assessment).model_dump(mode="json")
         decision = new_decision(DecisionKind.RESUME, assessment.reason, response, actor=actor)
         try:
             self.ledger.write(run, status=RunStatus.RUNNING, records=[decision], reason=f"resumed as {name}",
@@ -311,22 +426,8 @@ def _seconds_since(start: str, end: str | None) -> float:
 
 
 def _handoff_view(ledger: Ledger) -> dict[str, Any] | None:
-    """The latest handoff of a run that waits for a person, its details checked against Handoff."""
+    """The latest handoff of a run that waits for a person (RunView checks its details against Handoff)."""
     if ledger.run.status != RunStatus.NEEDS_PERSON:
         return None
     decision = next((d for d in reversed(ledger.decisions) if d.kind == DecisionKind.HANDOFF), None)
-    if decision is None:
-        return None
-    return {**decision.model_dump(mode="json"), "details": Handoff.model_validate(decision.details).model_dump(mode="json")}
-
-
-def _assessment_view(assessment: Assessment) -> dict[str, Any]:
-    """The three answers: what is complete, what evidence still holds, what is safe next."""
-    return {
-        "complete": [stage.value for stage in assessment.complete],
-        "evidence": [e.model_dump() for e in assessment.evidence],
-        "next": assessment.next,
-        "reason": assessment.reason,
-        "invalidated": [stage.value for stage in assessment.invalidated],
-        "changed_files": assessment.changed_files,
-    }
+    return None if decision is None else decision.model_dump(mode="json")
