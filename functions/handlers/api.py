@@ -1,7 +1,6 @@
 """The REST API (API Gateway proxy → Powertools resolver with validation and OpenAPI)."""
 from __future__ import annotations
 
-import json
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -10,9 +9,16 @@ from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNot
 from agentledger.models import RunStatus
 from agentledger.service import (
     CreateRunRequest,
+    ErrorBody,
     RepositoryRejectedError,
+    ResumeOutcome,
+    ReviewOutcome,
     ReviewRequest,
     RunConflictError,
+    RunPage,
+    RunSummary,
+    RunView,
+    UploadGrant,
     UploadRequest,
 )
 from aws_lambda_powertools.event_handler import (
@@ -25,6 +31,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -36,6 +43,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+from pydantic import ValidationError as ModelValidationError
 
 from .wiring import lambda_handler, logger, service
 
@@ -47,12 +56,9 @@ app.configure_openapi(title="agentledger", version="1.0.0",
                       summary="Restartable, inspectable runs of an engineering agent")
 
 
-def _error_body(status: HTTPStatus, message: str) -> dict[str, str]:
-    return {"error": status.phrase, "message": message}
-
-
 def _error(status: HTTPStatus, message: str) -> Response[dict[str, Any]]:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=_error_body(status, message))
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body=ErrorBody.of(status, message).model_dump())
 
 
 @app.exception_handler(RequestValidationError)
@@ -66,7 +72,9 @@ def _no_route(error: NotFoundError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.NOT_FOUND, "no such route; see GET /openapi.json for the routes this API serves")
 
 
-@app.exception_handler(Exception)
+# A model that does not validate inside a route is our defect, not the caller's: not the 400
+# that ValueError, its base class, gets.
+@app.exception_handler([Exception, ModelValidationError])
 def _unexpected(error: Exception) -> Response[dict[str, Any]]:
     logger.exception("unhandled error")
     return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; the request id is in the logs")
@@ -137,29 +145,79 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     return once(command=command)
 
 
-@app.post("/runs", summary="Start a run", responses={201: {"description": "run created"}})
+# What any route may answer, from the API's edge (API Gateway, or the local server in its place)
+# or from the function itself.
+EVERY_ROUTE: dict[HTTPStatus, str] = {
+    HTTPStatus.BAD_REQUEST: "the request cannot be read: a body that is not UTF-8, nested too deep, or not framed "
+                            "by one Content-Length",
+    HTTPStatus.FORBIDDEN: "the request is not SigV4-signed by a caller the API knows (IAM authorization)",
+    HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "the body is larger than the API accepts",
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE: f"a body whose Content-Type is not {content_types.APPLICATION_JSON}",
+    HTTPStatus.INTERNAL_SERVER_ERROR: "an error the API did not expect; the request id is in its logs",
+    HTTPStatus.BAD_GATEWAY: "the api function failed or did not answer",
+}
+
+
+def _documented(description: str, model: type[BaseModel], links: dict[str, Any] | None = None) -> OpenAPIResponse:
+    response: OpenAPIResponse = {"description": description,
+                                 "content": {content_types.APPLICATION_JSON: {"model": model}}}
+    if links:
+        response["links"] = links
+    return response
+
+
+def _contract(success: HTTPStatus, model: type[BaseModel], description: str, refusals: dict[HTTPStatus, str],
+              links: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A route's success status and every response it documents: its own refusals and EVERY_ROUTE's,
+    each with ErrorBody, the one model every error is built from."""
+    reasons = {status: [why] for status, why in EVERY_ROUTE.items()}
+    for status, why in refusals.items():
+        reasons.setdefault(status, []).insert(0, why)
+    responses = {success.value: _documented(description, model, links)}
+    responses |= {status.value: _documented("; or ".join(whys), ErrorBody) for status, whys in sorted(reasons.items())}
+    return {"status_code": success.value, "responses": responses}
+
+
+def _run_links(run_id: str, *operations: str) -> dict[str, Any]:
+    """OpenAPI links to the operations on the run this response names (`run_id`, a runtime expression)."""
+    return {operation: {"operationId": operation, "parameters": {"run_id": run_id}} for operation in operations}
+
+
+NO_SUCH_RUN = "no run with this id"
+NOT_A_RUN_ID = "the run id, query or body does not validate"
+
+
+@app.post("/runs", summary="Start a run", operation_id="create_run", **_contract(
+    HTTPStatus.CREATED, RunSummary, "the run, started (or the one this Idempotency-Key started before)",
+    {HTTPStatus.CONFLICT: "this Idempotency-Key was used with another body, or its first request is still in progress",
+     HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate, or the repository cannot be used as given"},
+    links=_run_links("$response.body#/run_id", "get_run", "resume_run")))
 def create_run(
     body: Annotated[CreateRunRequest, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
-) -> Response[dict[str, Any]]:
+) -> dict[str, Any]:
     command = {"idempotency_key": idempotency_key, "body": body.model_dump(mode="json"), "caller": _caller()}
     if idempotency_key:
         result = _idempotent_create(command, app.lambda_context)
     else:
         result = _create_once(command)
     logger.append_keys(run_id=result["run_id"])
-    return Response(status_code=HTTPStatus.CREATED, content_type=content_types.APPLICATION_JSON, body=result)
+    return result
 
 
-@app.post("/uploads", summary="A presigned POST to upload a repository tarball for a run",
-          responses={201: {"description": "upload grant issued"}})
-def grant_upload(body: Annotated[UploadRequest, Body()]) -> Response[dict[str, Any]]:
+@app.post("/uploads", summary="A presigned POST to upload a repository tarball for a run", operation_id="grant_upload",
+          **_contract(HTTPStatus.CREATED, UploadGrant, "the upload grant",
+                      {HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate"}))
+def grant_upload(body: Annotated[UploadRequest, Body()]) -> dict[str, Any]:
     _caller()  # only a signed caller gets a grant
-    return Response(status_code=HTTPStatus.CREATED, content_type=content_types.APPLICATION_JSON,
-                    body=service().grant_upload(body))
+    return service().grant_upload(body)
 
 
-@app.get("/runs", summary="List runs, newest first")
+@app.get("/runs", summary="List runs, newest first", operation_id="list_runs", **_contract(
+    HTTPStatus.OK, RunPage, "a page of runs",
+    {HTTPStatus.BAD_REQUEST: "a cursor this API did not issue",
+     HTTPStatus.UNPROCESSABLE_ENTITY: "a query parameter does not validate"},
+    links=_run_links("$response.body#/runs/0/run_id", "get_run")))
 def list_runs(
     status: Annotated[RunStatus | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
@@ -168,19 +226,31 @@ def list_runs(
     return service().list_runs(status, limit, cursor)
 
 
-@app.get("/runs/<run_id>", summary="The whole ledger of a run")
+@app.get("/runs/<run_id>", summary="The whole ledger of a run", operation_id="get_run", **_contract(
+    HTTPStatus.OK, RunView, "the run's ledger, with its evidence checked against the repository now",
+    {HTTPStatus.NOT_FOUND: NO_SUCH_RUN, HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().view(run_id)
 
 
-@app.post("/runs/<run_id>/review", summary="Approve the plan or request changes")
+@app.post("/runs/<run_id>/review", summary="Approve the plan or request changes", operation_id="review_run",
+          **_contract(HTTPStatus.OK, ReviewOutcome, "the decision, recorded",
+                      {HTTPStatus.FORBIDDEN: "the run's own requester may not approve it",
+                       HTTPStatus.NOT_FOUND: NO_SUCH_RUN,
+                       HTTPStatus.CONFLICT: "the run does not wait for a review of this plan: it is in another state, "
+                                            "the plan digest is another, the plan went stale, or the run changed meanwhile",
+                       HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def review_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().review(run_id, body, _caller())
 
 
-@app.post("/runs/<run_id>/resume", summary="Resume a stopped run from what is still valid")
+@app.post("/runs/<run_id>/resume", summary="Resume a stopped run from what is still valid", operation_id="resume_run",
+          **_contract(HTTPStatus.OK, ResumeOutcome, "the new execution and the restart assessment it starts from",
+                      {HTTPStatus.NOT_FOUND: NO_SUCH_RUN,
+                       HTTPStatus.CONFLICT: "the run is not stopped: it is complete, waits for review, or runs",
+                       HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def resume_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().resume(run_id, _caller())
@@ -197,9 +267,9 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
     if not event.get("body") or (headers.get("content-type") or "").startswith(content_types.APPLICATION_JSON):
         return None
-    body = _error_body(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"Content-Type must be {content_types.APPLICATION_JSON}")
+    body = ErrorBody.of(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"Content-Type must be {content_types.APPLICATION_JSON}")
     return {"statusCode": HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "headers": {"Content-Type": content_types.APPLICATION_JSON},
-            "body": json.dumps(body), "isBase64Encoded": False}
+            "body": body.model_dump_json(), "isBase64Encoded": False}
 
 
 @lambda_handler(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from moto.server import ThreadedMotoServer
 
 from agentledger import faults
 from agentledger.executions import execution_arn
+from agentledger.service import ErrorBody
 
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes
 from .codebuild import LocalCodeBuild
@@ -242,8 +244,8 @@ class LocalRuntime:
         event = proxy_event(method, path, body=raw_body, query=query, headers=headers, caller=caller)
         payload, error = self.invoke(API_HANDLER, event)
         if error:
-            return ApiResponse(502, {"content-type": "application/json"},
-                               json.dumps({"error": "Bad Gateway", "message": payload.get("errorMessage", "")}))
+            return ApiResponse(HTTPStatus.BAD_GATEWAY, {"content-type": "application/json"},
+                               ErrorBody.of(HTTPStatus.BAD_GATEWAY, payload.get("errorMessage", "")).model_dump_json())
         return ApiResponse(payload["statusCode"], payload.get("headers") or {}, payload.get("body") or "")
 
     def run_review_keeper(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from agentledger.faults import CRASH_HEADER
-from agentledger.service import run_id_for
+from agentledger.service import ErrorBody, run_id_for
 
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
@@ -107,7 +107,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _error(self, status: HTTPStatus, message: str) -> None:
-            self._send(status, json.dumps({"error": status.phrase, "message": message}))
+            self._send(status, ErrorBody.of(status, message).model_dump_json())
 
         def _refusal(self) -> tuple[HTTPStatus, str] | None:
             """What the local API refuses before reading a body: another site's page or a
@@ -178,9 +178,9 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            self._send(HTTPStatus.METHOD_NOT_ALLOWED,
-                       json.dumps({"error": HTTPStatus.METHOD_NOT_ALLOWED.phrase,
-                                   "message": f"{self.command} is not supported; the API takes {ALLOWED_METHODS}"}),
+            body = ErrorBody.of(HTTPStatus.METHOD_NOT_ALLOWED,
+                                f"{self.command} is not supported; the API takes {ALLOWED_METHODS}")
+            self._send(HTTPStatus.METHOD_NOT_ALLOWED, body.model_dump_json(),
                        {"Content-Type": "application/json", "Allow": ALLOWED_METHODS})
 
         do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
