@@ -126,8 +126,8 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body is larger than {MAX_BODY_BYTES} bytes"
             if self.headers.get("Transfer-Encoding"):
                 return HTTPStatus.BAD_REQUEST, "Transfer-Encoding is not accepted; send Content-Length"
-            if self.command in ("POST", "PUT", "PATCH") and not (self.headers.get("Content-Type") or "").startswith(
-                    "application/json"):
+            # A body in another type is refused as the api function refuses it; no body needs no type.
+            if int(length) and not (self.headers.get("Content-Type") or "").startswith("application/json"):
                 return HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"
             return None
 
