@@ -1,138 +1,152 @@
-"""`make bench`: what a restart costs compared with starting over, on the local stack.
+"""`make bench`: agentledger's performance report, measured on the local stack in one run.
 
-The sample repository gets a deliberately slow test suite (each generated test sleeps), as real
-suites are slow; the table shows the wall time to reach review for a fresh run, for a resume after
-the process died after verification (the ledger says the tests already ran), and for a resume
-after a source change (everything from inspect must be redone)."""
+(a) a fresh run, a resume after verify and a resume after a source change, with a slow suite
+    (tests/bench/restarts.py);
+(b) AWS requests per run by service, against the floor derived in tests/bench/aws_requests.py;
+(c) the same ASL with no-op functions, the bare engine, against agentledger (tests/bench/engine.py);
+(d) inspect and a full run on generated repositories of 100, 1,000 and 10,000 files: time and
+    peak memory (tests/bench/scale.py);
+(e) concurrent runs: time until all reach review, how many were handed to a person, transitions
+    lost or doubled (tests/bench/concurrency.py);
+(f) the cold import time of each handler module (tests/bench/imports.py).
+
+Each target is printed beside its figure with a mark, never asserted. The exit status is non-zero
+only if the bench itself crashed (a phase raised): a missed target, or a run handed to a person,
+is a figure in the report. `--quick` shrinks every size for development; `make bench` runs the
+full sizes. Progress goes to stderr, one line per phase; the report goes to stdout."""
 from __future__ import annotations
 
-import statistics
-import subprocess
+import argparse
 import sys
 import tempfile
-import time
-import uuid
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from agentledger.service import run_id_for
-
-from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
-from tests.samples import edit_sample_repository, write_sample_repository
+from tests.samples import write_sample_repository
 
-SLOW_MODULE = '''"""Something slow to test."""
-import time
+from . import aws_requests, engine, restarts
+from .client import BenchClient
+from .report import Table, crashed, progress, summary
+from .request_counter import RequestCounter
+from .timeline import timeline
 
-
-def settle(seconds):
-    """Wait, then report.
-
-    >>> settle(1.0)
-    'settled'
-    """
-    time.sleep(seconds)
-    return "settled"
-'''
-REPEATS = 3
+RESUME_TARGET = 0.05  # resume after verify, as a share of a fresh run
+REQUESTS_TARGET = 1.2  # requests per run, as a multiple of the floor
+RUN_TIMEOUT_S = 600
 
 
+@dataclass(frozen=True)
+class Sizes:
+    suite_s: float
+    repeats: int
+    repository_files: tuple[int, ...]
+    concurrent_runs: int
+    import_repeats: int
+
+
+FULL = Sizes(suite_s=10.0, repeats=3, repository_files=(100, 1_000, 10_000), concurrent_runs=50, import_repeats=5)
+QUICK = Sizes(suite_s=1.0, repeats=1, repository_files=(100, 1_000), concurrent_runs=5, import_repeats=1)
+
+
+@dataclass
 class Bench:
-    def __init__(self, runtime: LocalRuntime, root: Path) -> None:
-        self.runtime = runtime
-        self.root = root
+    runtime: LocalRuntime
+    client: BenchClient
+    counter: RequestCounter
+    sizes: Sizes
+    root: Path
+    requests: aws_requests.RequestsMeasurement | None = None  # (c) replays (b)'s warm run
+    crashed: bool = False
 
-    def repository(self) -> Path:
-        repo = write_sample_repository(self.root / uuid.uuid4().hex[:8])
-        (repo / "textkit" / "slow.py").write_text(SLOW_MODULE)
-        return repo
-
-    def start(self, repo: Path, crash: str | None = None) -> str:
-        key = str(uuid.uuid4())
-        if crash:
-            self.runtime.crashes.arm(run_id_for(key), crash)
-        response = self.runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": "bench"},
-                                         caller=principal_arn("requester"),
-                                         headers={"Idempotency-Key": key})
-        return response.json()["run_id"]
-
-    def until_review(self, run_id: str) -> dict:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            view = self.runtime.call_api("GET", f"/runs/{run_id}").json()
-            run, review = view["run"], view.get("review") or {}
-            if run["status"] == "needs_person" or (
-                    run["status"] == "awaiting_review" and review.get("execution") == run["active_execution"]):
-                return view
-            time.sleep(0.02)
-        raise TimeoutError(run_id)
-
-    def fresh(self) -> tuple[float, dict]:
-        started = time.monotonic()
-        view = self.until_review(self.start(self.repository()))
-        return time.monotonic() - started, view
-
-    def resume_after_crash(self, change_source: bool) -> tuple[float, dict]:
-        repo = self.repository()
-        run_id = self.start(repo, crash="verify:after_commit")
-        self.runtime.wait_for_execution(f"{run_id}-start", timeout_s=120)
-        if change_source:
-            edit_sample_repository(repo)
-        started = time.monotonic()
-        self.runtime.call_api("POST", f"/runs/{run_id}/resume", caller=principal_arn("operator"))
-        view = self.until_review(run_id)
-        return time.monotonic() - started, view
+    def sample_repository(self) -> Path:
+        return write_sample_repository(Path(tempfile.mkdtemp(prefix="sample-", dir=self.root)))
 
 
-def _stages_run(view: dict, since_execution: str | None) -> int:
-    return sum(1 for record in view["stages"].values()
-               if since_execution is None or record.get("execution") == since_execution)
+def measure_requests(bench: Bench) -> list[Table]:
+    bench.requests = aws_requests.measure(bench.client, bench.counter, bench.sample_repository, RUN_TIMEOUT_S)
+    return aws_requests.tables(bench.requests, REQUESTS_TARGET)
 
 
-def measure(name: str, scenario: Callable[[], tuple[float, dict]], resumed: bool) -> tuple[str, float, int]:
-    timings, stages = [], []
-    for _ in range(REPEATS):
-        seconds, view = scenario()
-        timings.append(seconds)
-        stages.append(_stages_run(view, view["run"]["active_execution"] if resumed else None))
-        print(f"  {name}: {seconds:.2f}s", flush=True)
-    return name, statistics.median(timings), max(stages)
+def measure_engine(bench: Bench) -> list[Table]:
+    if bench.requests is None:
+        raise RuntimeError("the bare engine replays the run that (b) measured, and (b) did not measure one")
+    real = timeline(bench.requests.history)
+    return [engine.table(real, engine.replay(bench.runtime, bench.requests.history))]
 
 
-def cli_import_seconds() -> float:
-    """Cold start of `agentledger --help`: a fresh interpreter importing the CLI (best of REPEATS)."""
-    best = min(_timed([sys.executable, "-c", "import infra.cli.main"]) for _ in range(REPEATS))
-    bare = min(_timed([sys.executable, "-c", "pass"]) for _ in range(REPEATS))
-    return best - bare
+def measure_restarts(bench: Bench) -> list[Table]:
+    scenarios = restarts.measure(bench.client, bench.root, bench.sizes.suite_s, bench.sizes.repeats)
+    return [restarts.table(scenarios, bench.sizes.suite_s, bench.sizes.repeats, RESUME_TARGET)]
 
 
-def _timed(command: list[str]) -> float:
-    started = time.monotonic()
-    subprocess.run(command, check=True)
-    return time.monotonic() - started
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    letter: str  # where its tables go in the report
+    title: str  # what a crash of the phase prints
+    targets: tuple[str, ...]  # what a crash of the phase leaves unmet
+    measure: Callable[[Bench], list[Table]]
 
 
-def main() -> int:
+# In the order they run: (b) first, so its first run is the first after deploy (every function
+# cold), and (c) replays (b)'s warm run.
+PHASES = (
+    Phase("requests", "b", "(b) AWS requests per run", (f"requests per run <= {REQUESTS_TARGET}x the floor",),
+          measure_requests),
+    Phase("engine", "c", "(c) The engine alone against agentledger", (), measure_engine),
+    Phase("restarts", "a", "(a) Restart against starting over", (f"resume after verify <= {RESUME_TARGET}x a fresh run",),
+          measure_restarts),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for developing the bench")
+    parser.add_argument("--only", type=lambda text: set(text.split(",")), default=None,
+                        help="comma-separated phases: " + ",".join(phase.name for phase in PHASES))
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    phases = [phase for phase in PHASES if args.only is None or phase.name in args.only]
+    counter = RequestCounter()
+    unhook = counter.install()  # before the runtime creates any botocore session
+    tables: dict[str, list[Table]] = {}
     with tempfile.TemporaryDirectory(prefix="agentledger-bench-") as tmp:
         root = Path(tmp)
-        runtime = LocalRuntime(workspace_root=root / "workspaces").start()
+        progress("starting the local stack")
+        runtime = LocalRuntime(workspace_root=root / "workspaces")
         try:
-            bench = Bench(runtime, root)
-            print(f"measuring (median of {REPEATS}; the generated tests sleep 1 s, like a slow suite)...", flush=True)
-            rows = [
-                measure("fresh run to review", bench.fresh, resumed=False),
-                measure("resume after a crash after verify", lambda: bench.resume_after_crash(False), resumed=True),
-                measure("resume after a source change", lambda: bench.resume_after_crash(True), resumed=True),
-            ]
+            runtime.start()
+        except Exception as error:  # noqa: BLE001 — a stack that does not start is every phase's crash
+            traceback.print_exc(file=sys.stderr)
+            tables = {phase.letter: [crashed(phase.title, error, phase.targets)] for phase in phases}
+            bench_crashed = True
+        else:
+            bench = Bench(runtime, BenchClient(runtime, counter), counter, sizes, root)
+            try:
+                for phase in phases:
+                    progress(f"{phase.name}...")
+                    tables[phase.letter] = _measured(bench, phase)
+            finally:
+                progress("stopping the local stack")
+                runtime.stop()
+            bench_crashed = bench.crashed
         finally:
-            runtime.stop()
-    baseline = rows[0][1]
-    print(f"\n{'scenario':<36} {'to review (s)':>14} {'stages run':>11} {'vs fresh':>9}")
-    for name, seconds, stages in rows:
-        print(f"{name:<36} {seconds:>14.2f} {stages:>11} {seconds / baseline:>8.2f}x")
-    print(f"\nCLI import for `agentledger --help`, beyond a bare interpreter: {cli_import_seconds():.3f}s "
-          "(target: under 0.2 s)")
-    return 0
+            unhook()
+    report = [table for letter in sorted(tables) for table in tables[letter]]
+    print("\n\n".join(table.render() for table in [*report, summary(report)]))
+    return 1 if bench_crashed else 0
+
+
+def _measured(bench: Bench, phase: Phase) -> list[Table]:
+    try:
+        return phase.measure(bench)
+    except Exception as error:  # noqa: BLE001 — the report still prints, with this phase as crashed
+        traceback.print_exc(file=sys.stderr)
+        bench.crashed = True
+        return [crashed(phase.title, error, phase.targets)]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,143 @@
+"""The bench's side of the local stack: it starts, resumes and approves runs through the API as
+the CLI would, and watches them by listing runs by status (one index query per status and page),
+not by reading each run it waits for, so watching 50 runs costs the stack little.
+
+The bench and the stack share one process (and its GIL), so watching competes with the work it
+watches. It therefore looks only a few times a second, and takes the time a run got somewhere
+from the ledger (the run's `updated_at`, written with the change), not from when it looked.
+
+Everything the bench sends only to watch or to read results is sent under
+`RequestCounter.excluded()`; starting, resuming and approving are the run's own requests."""
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentledger.service import run_id_for
+
+from infra.local.principals import principal_arn
+from infra.local.runtime import LocalRuntime
+
+from .request_counter import RequestCounter
+
+AWAITING_REVIEW = "awaiting_review"
+NEEDS_PERSON = "needs_person"
+COMPLETE = "complete"
+WAITING_ON_A_PERSON = (AWAITING_REVIEW, NEEDS_PERSON)
+ENDED = (COMPLETE, NEEDS_PERSON)
+POLL_INTERVAL_S = 0.25
+PAGE = 100
+
+
+def seconds_until(run: Mapping[str, Any], since: float) -> float:
+    """From `since` (a `time.time()`) to the listed run's last change, as the ledger recorded it."""
+    return datetime.fromisoformat(run["updated_at"]).timestamp() - since
+
+
+@dataclass(frozen=True)
+class FullRun:
+    run_id: str
+    status: str  # complete, or needs_person if it was handed to a person on the way
+    execution: str
+    to_review_s: float
+    end_to_end_s: float
+
+
+class BenchClient:
+    def __init__(self, runtime: LocalRuntime, requests: RequestCounter) -> None:
+        self.runtime = runtime
+        self.requests = requests
+
+    # -- the run's own requests ---------------------------------------------------------------
+    def start(self, repository: Path, crash: str | None = None) -> str:
+        key = str(uuid.uuid4())
+        if crash:
+            self.runtime.crashes.arm(run_id_for(key), crash)
+        response = self.runtime.call_api("POST", "/runs", body={"repository": str(repository), "request": "bench"},
+                                         caller=principal_arn("requester"), headers={"Idempotency-Key": key})
+        if response.status != 201:
+            raise RuntimeError(f"POST /runs answered {response.status}: {response.body[:300]}")
+        return response.json()["run_id"]
+
+    def resume(self, run_id: str) -> str:
+        """The name of the execution the resume started."""
+        response = self.runtime.call_api("POST", f"/runs/{run_id}/resume", caller=principal_arn("operator"))
+        if response.status != 200:
+            raise RuntimeError(f"resume of {run_id} answered {response.status}: {response.body[:300]}")
+        return response.json()["execution"]
+
+    def approve(self, run: Mapping[str, Any]) -> None:
+        """Approve the plan the listed run record names, as its reviewer."""
+        response = self.runtime.call_api("POST", f"/runs/{run['run_id']}/review",
+                                         body={"decision": "approve", "plan_digest": run["plan_digest"]},
+                                         caller=principal_arn("reviewer"))
+        if response.status != 200:
+            raise RuntimeError(f"approval of {run['run_id']} answered {response.status}: {response.body[:300]}")
+
+    def full_run(self, repository: Path, timeout_s: float) -> FullRun:
+        """Start a run, approve it as soon as it asks, and wait for its execution to end."""
+        started = time.time()
+        run_id = self.start(repository)
+        run = self.wait_for_one(run_id, WAITING_ON_A_PERSON, timeout_s)
+        to_review_s = seconds_until(run, started)
+        if run["status"] == AWAITING_REVIEW:
+            self.approve(run)
+            run = self.wait_for_one(run_id, ENDED, timeout_s)
+        self.wait_for_execution(run["active_execution"], timeout_s)
+        return FullRun(run_id, run["status"], run["active_execution"], to_review_s, seconds_until(run, started))
+
+    # -- watching (not counted) ---------------------------------------------------------------
+    def view(self, run_id: str) -> dict[str, Any]:
+        with self.requests.excluded():
+            return self.runtime.call_api("GET", f"/runs/{run_id}").json()
+
+    def execution_history(self, name: str) -> list[dict[str, Any]]:
+        with self.requests.excluded():
+            return self.runtime.execution_history(name)
+
+    def wait_for_execution(self, name: str, timeout_s: float) -> str:
+        with self.requests.excluded():
+            return self.runtime.wait_for_execution(name, timeout_s=timeout_s)
+
+    def wait_for(self, runs: Mapping[str, str | None], statuses: Collection[str], timeout_s: float,
+                 poll_s: float = POLL_INTERVAL_S) -> dict[str, dict[str, Any]]:
+        """Wait until every run is listed under one of `statuses`, by the execution named for it
+        (None: any execution); returns their run records. A run still elsewhere at the deadline
+        raises TimeoutError naming it."""
+        deadline = time.monotonic() + timeout_s
+        arrived: dict[str, dict[str, Any]] = {}
+        while True:
+            for run in self._listed(statuses):
+                run_id = run["run_id"]
+                if run_id in runs and run_id not in arrived and runs[run_id] in (None, run["active_execution"]):
+                    arrived[run_id] = run
+            if len(arrived) == len(runs):
+                return arrived
+            if time.monotonic() > deadline:
+                missing = sorted(set(runs) - set(arrived))
+                raise TimeoutError(f"{len(missing)} run(s) not {'/'.join(statuses)} after {timeout_s:.0f}s: {missing[:5]}")
+            time.sleep(poll_s)
+
+    def wait_for_one(self, run_id: str, statuses: Collection[str], timeout_s: float,
+                     execution: str | None = None) -> dict[str, Any]:
+        return self.wait_for({run_id: execution}, statuses, timeout_s)[run_id]
+
+    def _listed(self, statuses: Iterable[str]) -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = []
+        with self.requests.excluded():
+            for status in statuses:
+                cursor: str | None = None
+                while True:
+                    query = {"status": status, "limit": str(PAGE), **({"cursor": cursor} if cursor else {})}
+                    page = self.runtime.call_api("GET", "/runs", query=query).json()
+                    runs.extend(page["runs"])
+                    cursor = page.get("next_cursor")
+                    if not cursor:
+                        break
+        return runs
+
