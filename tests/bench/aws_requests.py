@@ -36,7 +36,7 @@ from typing import Any
 from agentledger.states import EFFECTS
 
 from .client import BenchClient, FullRun
-from .report import Table, Target, ratio
+from .report import Table, Target, ratio, short_function_name
 from .request_counter import ENGINE, Request, RequestCounter
 from .timeline import Timeline, timeline
 
@@ -62,19 +62,18 @@ class RunShape:
     review_answers: int  # R
 
     @classmethod
-    def of(cls, view: dict[str, Any], timeline: Timeline, review_answers: int) -> RunShape:
+    def of(cls, view: dict[str, Any], executed: Timeline, review_answers: int) -> RunShape:
         stages = {name for name, record in view["stages"].items() if record["status"] == "complete"}
-        effects = view["effects"]
-        effects = list(effects.values()) if isinstance(effects, dict) else effects
+        effects = list(view["effects"].values())
         builds = len(view["test_runs"])
         opened_pull_request = any(effect["kind"] == "pull_request" for effect in effects)
         return cls(
-            invocations=len(timeline.invocations),
+            invocations=len(executed.invocations),
             executions=len(view["run"]["executions"]),
             transitions=sum(1 for t in view["transitions"] if t["from_state"] != t["to_state"]),
             stages_committed=len(stages),
             builds=builds,
-            verify_invocations=timeline.invocation_counts()["verify"],
+            verify_invocations=len(executed.invocations_of("verify")),
             artifacts=len(view["artifacts"]),
             consumed_inputs=("plan" in stages) + ("execute" in stages) + 2 * builds + opened_pull_request,
             effects=len(effects),
@@ -158,12 +157,7 @@ def _by_function(counts: Counter[Request]) -> Table:
         if request.function != ENGINE:
             functions.setdefault(request.function, Counter())[f"{request.service}:{request.operation}"] += number
     for function, operations in sorted(functions.items(), key=lambda item: -sum(item[1].values())):
-        table.add(_short_name(function), sum(operations.values()),
+        table.add(short_function_name(function), sum(operations.values()),
                   ", ".join(f"{operation} {number}" for operation, number in operations.most_common()))
     return table
 
-
-def _short_name(function: str) -> str:
-    """`AgentLedgerStack-VerifyFunction-WVNAP1JRXYFG` reads as `VerifyFunction`."""
-    parts = function.split("-")
-    return parts[1] if len(parts) == 3 else function

@@ -39,6 +39,24 @@ def seconds_until(run: Mapping[str, Any], since: float) -> float:
     return datetime.fromisoformat(run["updated_at"]).timestamp() - since
 
 
+def handoff_reason(view: Mapping[str, Any], with_message: bool = True) -> str | None:
+    """Why the viewed run was handed to a person: the stage, the error and (if asked) its message."""
+    handoff = view.get("handoff")
+    if view["run"]["status"] != NEEDS_PERSON or not handoff:
+        return None
+    stage = handoff["attempted"].get("stage") or handoff["kind"]
+    reason = f"{stage}: {handoff['response']['error']}"
+    return f"{reason}: {handoff['response']['message'][:160]}" if with_message else reason
+
+
+def build_seconds(view: Mapping[str, Any], execution: str | None = None) -> float:
+    """How long the viewed run's test builds (those of `execution`, if named) took, from their
+    start to their results in the ledger."""
+    return sum((datetime.fromisoformat(build["finished_at"]) - datetime.fromisoformat(build["created_at"])).total_seconds()
+               for build in view["test_runs"].values()
+               if build.get("finished_at") and execution in (None, build.get("execution")))
+
+
 @dataclass(frozen=True)
 class FullRun:
     run_id: str
@@ -80,9 +98,12 @@ class BenchClient:
             raise RuntimeError(f"approval of {run['run_id']} answered {response.status}: {response.body[:300]}")
 
     def full_run(self, repository: Path, timeout_s: float) -> FullRun:
-        """Start a run, approve it as soon as it asks, and wait for its execution to end."""
         started = time.time()
-        run_id = self.start(repository)
+        return self.follow(self.start(repository), started, timeout_s)
+
+    def follow(self, run_id: str, started: float, timeout_s: float) -> FullRun:
+        """Approve the run as soon as it asks and wait for its execution to end; its times count
+        from `started` (a `time.time()`)."""
         run = self.wait_for_one(run_id, WAITING_ON_A_PERSON, timeout_s)
         to_review_s = seconds_until(run, started)
         if run["status"] == AWAITING_REVIEW:
@@ -107,8 +128,7 @@ class BenchClient:
     def wait_for(self, runs: Mapping[str, str | None], statuses: Collection[str], timeout_s: float,
                  poll_s: float = POLL_INTERVAL_S) -> dict[str, dict[str, Any]]:
         """Wait until every run is listed under one of `statuses`, by the execution named for it
-        (None: any execution); returns their run records. A run still elsewhere at the deadline
-        raises TimeoutError naming it."""
+        (None: any execution), or until the deadline; the run records of those that got there."""
         deadline = time.monotonic() + timeout_s
         arrived: dict[str, dict[str, Any]] = {}
         while True:
@@ -116,16 +136,16 @@ class BenchClient:
                 run_id = run["run_id"]
                 if run_id in runs and run_id not in arrived and runs[run_id] in (None, run["active_execution"]):
                     arrived[run_id] = run
-            if len(arrived) == len(runs):
+            if len(arrived) == len(runs) or time.monotonic() > deadline:
                 return arrived
-            if time.monotonic() > deadline:
-                missing = sorted(set(runs) - set(arrived))
-                raise TimeoutError(f"{len(missing)} run(s) not {'/'.join(statuses)} after {timeout_s:.0f}s: {missing[:5]}")
             time.sleep(poll_s)
 
     def wait_for_one(self, run_id: str, statuses: Collection[str], timeout_s: float,
                      execution: str | None = None) -> dict[str, Any]:
-        return self.wait_for({run_id: execution}, statuses, timeout_s)[run_id]
+        arrived = self.wait_for({run_id: execution}, statuses, timeout_s)
+        if run_id not in arrived:
+            raise TimeoutError(f"run {run_id} is not {' or '.join(statuses)} after {timeout_s:.0f} s")
+        return arrived[run_id]
 
     def _listed(self, statuses: Iterable[str]) -> list[dict[str, Any]]:
         runs: list[dict[str, Any]] = []

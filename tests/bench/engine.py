@@ -27,6 +27,7 @@ DEFINITION = Path(infra.__file__).resolve().parent.parent / "statemachines" / "r
 NOOP_MODULE = noop_handler.__name__
 TASK_TOKEN = "$$.Task.Token"
 TIMEOUT_S = 120
+POLL_S = 0.25  # the bench shares the engine's process: looking often would slow what it measures
 
 
 def replay(runtime: LocalRuntime, recorded: list[dict[str, Any]]) -> Timeline:
@@ -59,9 +60,14 @@ def table(real: Timeline, bare: Timeline) -> Table:
     result.add("working time (s)", real.working_s, bare.working_s, ratio(bare.working_s, real.working_s))
     result.add("working time per state entered (ms)", 1000 * real.working_s / max(real.states_entered, 1),
                1000 * bare.working_s / max(bare.states_entered, 1), "-")
-    result.notes.append(f"the engine (moto's interpreter and the Lambda bridge) is "
-                        f"{100 * bare.working_s / real.working_s:.0f}% of the run's working time; "
-                        "agentledger's own work is the rest" if real.working_s else "no working time measured")
+    bare_by_state = bare.seconds_by_state()
+    for state, seconds in real.seconds_by_state().items():
+        bare_seconds = bare_by_state.get(state, 0.0)
+        result.add(f"  invoked by {state!r} (s)", seconds, bare_seconds, ratio(bare_seconds, seconds))
+    if real.working_s:
+        result.notes.append(f"the engine (moto's interpreter and the Lambda bridge) is "
+                            f"{100 * bare.working_s / real.working_s:.0f}% of the run's working time; "
+                            "agentledger's own work is the rest")
     return result
 
 
@@ -98,10 +104,10 @@ def _token_field(definition: Any) -> str:
         for key, value in definition.items():
             if value == TASK_TOKEN and key.endswith(".$"):
                 return key.removesuffix(".$")
-            found = _token_field(value)
-            if found:
-                return found
-    return ""
+        children = list(definition.values())
+    else:
+        children = definition if isinstance(definition, list) else []
+    return next((found for child in children if (found := _token_field(child))), "")
 
 
 def _wait(runtime: LocalRuntime, execution_arn: str) -> str:
@@ -111,7 +117,7 @@ def _wait(runtime: LocalRuntime, execution_arn: str) -> str:
         status = sfn.describe_execution(executionArn=execution_arn)["status"]
         if status != "RUNNING":
             return status
-        time.sleep(0.05)
+        time.sleep(POLL_S)
     raise TimeoutError(f"the bare engine's execution {execution_arn} still runs after {TIMEOUT_S}s")
 
 

@@ -79,6 +79,12 @@ def ratio(value: float, baseline: float) -> str:
     return f"{value / baseline:.3f}x" if baseline else "-"
 
 
+def short_function_name(function: str) -> str:
+    """`AgentLedgerStack-VerifyFunction-WVNAP1JRXYFG` reads as `VerifyFunction`."""
+    parts = function.split("-")
+    return parts[1] if len(parts) == 3 else function
+
+
 def crashed(title: str, error: BaseException, targets: Sequence[str]) -> Table:
     """What a phase that raised prints instead of its figures: the error, and its targets not met
     (a figure that could not be measured does not meet its target)."""

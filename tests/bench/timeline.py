@@ -5,18 +5,17 @@ bare engine replaying it."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 TOKEN_TASK_SUFFIX = ".waitForTaskToken"
-ENDED = ("ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut")
 
 
 @dataclass(frozen=True)
 class Invocation:
-    label: str  # the payload's stage or effect, else the function's name
+    state: str  # the task state that invoked the function
+    stage: str | None  # the stage or effect its payload names, if any
     seconds: float  # scheduled to answered, as Step Functions saw it
 
 
@@ -33,11 +32,15 @@ class Timeline:
         """Time the engine or a function was busy: neither waiting on purpose nor on a person."""
         return self.total_s - self.waiting_s - self.reviewer_s
 
-    def invocations_of(self, label: str) -> list[Invocation]:
-        return [invocation for invocation in self.invocations if invocation.label == label]
+    def invocations_of(self, stage: str) -> list[Invocation]:
+        return [invocation for invocation in self.invocations if invocation.stage == stage]
 
-    def invocation_counts(self) -> Counter[str]:
-        return Counter(invocation.label for invocation in self.invocations)
+    def seconds_by_state(self) -> dict[str, float]:
+        """Time in each task state's invocations, in the order the states first ran."""
+        seconds: dict[str, float] = {}
+        for invocation in self.invocations:
+            seconds[invocation.state] = seconds.get(invocation.state, 0.0) + invocation.seconds
+        return seconds
 
 
 @dataclass(frozen=True)
@@ -49,39 +52,36 @@ class ReplayStep:
 
 
 def timeline(history: list[dict[str, Any]]) -> Timeline:
+    """Of an ended execution's history (its last event is the end)."""
     result = Timeline()
-    started: datetime | None = None
-    opened: dict[str, tuple[datetime, str]] = {}  # what is in flight: wait, token or invocation
+    if history:
+        result.total_s = _seconds(history[0]["timestamp"], history[-1]["timestamp"])
+    state = ""
+    opened: dict[str, tuple[datetime, str | None]] = {}  # what is in flight: wait, token or invocation
     for event in history:
         kind, at = event["type"], event["timestamp"]
-        if kind == "ExecutionStarted":
-            started = at
-        elif kind.endswith("StateEntered"):
+        if kind.endswith("StateEntered"):
             result.states_entered += 1
+            state = event["stateEnteredEventDetails"]["name"]
             if kind == "WaitStateEntered":
-                opened["wait"] = (at, "")
+                opened["wait"] = (at, None)
         elif kind == "WaitStateExited":
             result.waiting_s += _seconds(opened.pop("wait")[0], at)
         elif kind == "LambdaFunctionScheduled":
-            details = event["lambdaFunctionScheduledEventDetails"]
-            opened["invocation"] = (at, _label(details.get("input"), details["resource"]))
+            payload = event["lambdaFunctionScheduledEventDetails"].get("input") or "{}"
+            opened["invocation"] = (at, _stage(json.loads(payload)))
         elif kind in ("LambdaFunctionSucceeded", "LambdaFunctionFailed", "LambdaFunctionTimedOut"):
-            begun, label = opened.pop("invocation")
-            result.invocations.append(Invocation(label, _seconds(begun, at)))
+            begun, stage = opened.pop("invocation")
+            result.invocations.append(Invocation(state, stage, _seconds(begun, at)))
         elif kind == "TaskScheduled" and _is_token_task(event):
-            details = event["taskScheduledEventDetails"]
-            payload = json.loads(details["parameters"]).get("Payload")
-            opened["token task"] = (at, _label(json.dumps(payload), details["resource"]))
+            parameters = json.loads(event["taskScheduledEventDetails"]["parameters"])
+            opened["token task"] = (at, _stage(parameters.get("Payload")))
         elif kind == "TaskSubmitted" and "token task" in opened:
-            begun, label = opened.pop("token task")
-            result.invocations.append(Invocation(label, _seconds(begun, at)))
-            opened["token"] = (at, label)
+            begun, stage = opened.pop("token task")
+            result.invocations.append(Invocation(state, stage, _seconds(begun, at)))
+            opened["token"] = (at, stage)
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut") and "token" in opened:
             result.reviewer_s += _seconds(opened.pop("token")[0], at)
-        if kind in ENDED and started is not None:
-            result.total_s = _seconds(started, at)
-    if started is not None and not result.total_s and history:
-        result.total_s = _seconds(started, history[-1]["timestamp"])
     return result
 
 
@@ -112,11 +112,10 @@ def _is_token_task(event: dict[str, Any]) -> bool:
     return str(details.get("resource", "")).endswith(TOKEN_TASK_SUFFIX)
 
 
-def _label(payload: str | None, resource: str) -> str:
-    fields = json.loads(payload) if payload else {}
-    if isinstance(fields, dict) and (fields.get("stage") or fields.get("effect")):
-        return str(fields.get("stage") or fields.get("effect"))
-    return resource.rsplit(":", 1)[-1]
+def _stage(payload: Any) -> str | None:
+    if isinstance(payload, dict) and (payload.get("stage") or payload.get("effect")):
+        return str(payload.get("stage") or payload.get("effect"))
+    return None
 
 
 def _seconds(begun: datetime, ended: datetime) -> float:

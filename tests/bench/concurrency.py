@@ -1,0 +1,109 @@
+"""(e) Many runs at once: how long until all of them wait for review, how many were handed to a
+person instead, and whether the ledger kept each run's transitions whole.
+
+All runs are started at the same moment, one client thread each, on their own copies of the
+sample repository. The ledger is then read back run by run through the API. A Transition record
+carries the run version at which the state changed; commits that change no state (a stage's
+outputs, a build's id) take the versions in between, so the numbers are not consecutive, and a
+run's transitions are whole when they form one chain, in version order: each move starting where
+the one before ended, the last ending in the run's current state. Where the chain breaks with the
+same move again, two workers both made it (doubled), as they do where two records share a version;
+where it breaks otherwise, or ends elsewhere than the run, a move is missing (lost)."""
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .client import AWAITING_REVIEW, NEEDS_PERSON, WAITING_ON_A_PERSON, BenchClient, handoff_reason, seconds_until
+from .report import Table, Target, progress
+
+TIMEOUT_S = 300
+POLL_S = 1.0  # watching 50 runs: a look a second is plenty, and leaves the stack its process
+
+
+@dataclass(frozen=True)
+class Measured:
+    runs: int
+    started_s: float  # until the last POST /runs answered
+    to_review_s: list[float]  # of each run that reached review in time, from the first start
+    handed_to_a_person: int
+    lost: int
+    doubled: int
+    retried_stages: int  # stage attempts beyond the first, over all runs
+    handoffs: Counter[str]  # why runs were handed to a person
+
+    @property
+    def all_reached_review(self) -> bool:
+        return len(self.to_review_s) == self.runs
+
+
+def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> Measured:
+    repositories = [repository() for _ in range(runs)]
+    started = time.time()
+    with ThreadPoolExecutor(max_workers=runs) as clients:
+        run_ids = list(clients.map(client.start, repositories))
+    started_s = time.time() - started
+    progress(f"  {runs} runs started in {started_s:.1f}s; waiting for review")
+    stopped = client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, TIMEOUT_S, poll_s=POLL_S)
+    lost = doubled = retried = 0
+    handoffs: Counter[str] = Counter()
+    for run_id in run_ids:
+        view = client.view(run_id)
+        run_lost, run_doubled = transition_faults(view)
+        lost, doubled = lost + run_lost, doubled + run_doubled
+        retried += sum(max(0, record["attempt"] - 1) for record in view["stages"].values())
+        reason = handoff_reason(view, with_message=False)
+        if reason:
+            handoffs[reason] += 1
+    return Measured(
+        runs=runs, started_s=started_s,
+        to_review_s=[seconds_until(run, started) for run in stopped.values() if run["status"] == AWAITING_REVIEW],
+        handed_to_a_person=sum(1 for run in stopped.values() if run["status"] == NEEDS_PERSON),
+        lost=lost, doubled=doubled, retried_stages=retried, handoffs=handoffs)
+
+
+def table(measured: Measured, target_runs: int) -> Table:
+    result = Table(f"(e) {measured.runs} runs started at once (the sample repository)", ["", "measured"])
+    result.add("runs started", measured.runs)
+    result.add("all POST /runs answered after (s)", measured.started_s)
+    reached = measured.to_review_s
+    result.add("reached review", f"{len(reached)} of {measured.runs}")
+    result.add("the last reached review after (s)", max(reached) if measured.all_reached_review else
+               f"not all within {TIMEOUT_S} s")
+    result.add("median to review (s)", statistics.median(reached) if reached else None)
+    result.add("handed to a person", measured.handed_to_a_person)
+    result.add("still running at the deadline", measured.runs - len(reached) - measured.handed_to_a_person)
+    result.add("transitions lost / doubled", f"{measured.lost} / {measured.doubled}")
+    result.add("stage attempts beyond the first", measured.retried_stages)
+    for reason, count in measured.handoffs.most_common():
+        result.notes.append(f"handed to a person: {count} x {reason}")
+    # Met only if every run got to review: one still running at the deadline was not handed over, but
+    # it did not make it either.
+    result.target(f"{measured.handed_to_a_person} of {measured.runs} handed to a person",
+                  Target(f"{target_runs} concurrent runs: 0 handed to a person",
+                         None if measured.runs != target_runs else measured.all_reached_review))
+    return result
+
+
+def transition_faults(view: dict[str, Any]) -> tuple[int, int]:
+    """(lost, doubled) transitions in one run's ledger; see the module docstring."""
+    transitions = sorted(view["transitions"], key=lambda transition: transition["version"])
+    versions = Counter(transition["version"] for transition in transitions)
+    doubled = sum(count - 1 for count in versions.values())
+    lost = 0
+    for before, after in zip(transitions, transitions[1:]):
+        if after["from_state"] == before["to_state"]:
+            continue
+        if (after["from_state"], after["to_state"]) == (before["from_state"], before["to_state"]):
+            doubled += 1
+        else:
+            lost += 1
+    if transitions and transitions[-1]["to_state"] != view["run"]["state"]:
+        lost += 1
+    return lost, doubled

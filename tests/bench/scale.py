@@ -1,0 +1,109 @@
+"""(d) Inspect and a full run on generated repositories of growing size: time and memory.
+
+Each size is one full run (start, review approved at once, complete) on a repository from
+tests/bench/generated_repository.py. Times: POST /runs (the API reads the tree to pin its
+revision), the inspect, plan and verify invocations as Step Functions saw them, and start to
+review and to complete as the ledger recorded them. Memory is this process's resident set, which
+holds every function the local stack runs: the kernel's high-water mark is reset before each run
+(/proc/self/clear_refs), so `peak` is the most the run needed on top of what was resident, and
+`held after` is what it left resident once it ended."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .client import BenchClient, build_seconds, handoff_reason
+from .generated_repository import write_repository
+from .report import Table, Target, progress
+from .timeline import timeline
+
+STATUS_FILE = Path("/proc/self/status")
+CLEAR_REFS = Path("/proc/self/clear_refs")
+RESET_PEAK = "5"  # clear_refs: reset the peak resident set size to the current one
+TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class Measured:
+    files: int
+    status: str
+    start_s: float
+    inspect_s: float
+    plan_s: float
+    verify_s: float
+    build_s: float  # the test builds, from their start to their results in the ledger
+    to_review_s: float
+    end_to_end_s: float
+    resident_before_mib: float | None
+    peak_mib: float | None
+    held_after_mib: float | None
+    handoff: str | None  # why the run was handed to a person, if it was
+
+
+def measure(client: BenchClient, root: Path, sizes: tuple[int, ...]) -> list[Measured]:
+    measured = []
+    for files in sizes:
+        repository = write_repository(root / f"orchard-{files}", files)
+        progress(f"  {files} files: generated, running")
+        before = _reset_peak()
+        started = time.time()
+        run_id = client.start(repository)
+        start_s = time.time() - started
+        run = client.follow(run_id, started, TIMEOUT_S)
+        peak, after = _memory_mib("VmHWM"), _memory_mib("VmRSS")
+        view = client.view(run_id)
+        invocations = timeline(client.execution_history(run.execution))
+        seconds = {stage: sum(invocation.seconds for invocation in invocations.invocations_of(stage))
+                   for stage in ("inspect", "plan", "verify")}
+        measured.append(Measured(
+            files=files, status=run.status, start_s=start_s, inspect_s=seconds["inspect"], plan_s=seconds["plan"],
+            verify_s=seconds["verify"], build_s=build_seconds(view), to_review_s=run.to_review_s, end_to_end_s=run.end_to_end_s,
+            resident_before_mib=before, peak_mib=_above(peak, before), held_after_mib=_above(after, before),
+            handoff=handoff_reason(view)))
+        progress(f"  {files} files: {run.status} in {run.end_to_end_s:.1f}s")
+    return measured
+
+
+def table(measured: list[Measured], largest: int, inspect_target_s: float) -> Table:
+    result = Table("(d) A full run on generated repositories (one run per size, review approved at once)",
+                   ["files", "POST /runs (s)", "inspect (s)", "plan (s)", "verify (s)", "test build (s)", "to review (s)",
+                    "end to end (s)", "resident before (MiB)", "peak (MiB)", "held after (MiB)", "status"])
+    for row in measured:
+        result.add(f"{row.files:,}", row.start_s, row.inspect_s, row.plan_s, row.verify_s, row.build_s, row.to_review_s,
+                   row.end_to_end_s, row.resident_before_mib, row.peak_mib, row.held_after_mib, row.status)
+    at_largest = next((row for row in measured if row.files == largest), None)
+    if at_largest is None:
+        result.target("-", Target(f"{largest:,} files end to end", None))
+        result.target("-", Target(f"inspect of {largest:,} files <= {inspect_target_s:g} s", None))
+    else:
+        result.target(at_largest.status, Target(f"{largest:,} files end to end", at_largest.status == "complete"))
+        result.target(f"{at_largest.inspect_s:.2f} s",
+                      Target(f"inspect of {largest:,} files <= {inspect_target_s:g} s",
+                             0 < at_largest.inspect_s <= inspect_target_s))
+    result.notes.extend(f"{row.files:,} files handed to a person at {row.handoff}" for row in measured if row.handoff)
+    result.notes.append("peak and held after are on top of the resident set before the run; verify is its "
+                        "invocations' time, not the build's (the Wait states between polls are not in it)")
+    return result
+
+
+def _above(value: float | None, base: float | None) -> float | None:
+    return None if value is None or base is None else value - base
+
+
+def _reset_peak() -> float | None:
+    """The resident set now, after making it the high-water mark; None where Linux's /proc is not."""
+    try:
+        CLEAR_REFS.write_text(RESET_PEAK)
+    except OSError:
+        return None
+    return _memory_mib("VmRSS")
+
+
+def _memory_mib(field: str) -> float | None:
+    try:
+        match = re.search(rf"^{field}:\s+(\d+) kB", STATUS_FILE.read_text(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(match.group(1)) / 1024 if match else None
