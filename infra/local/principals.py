@@ -30,9 +30,11 @@ SERVICE = "execute-api"
 # API Gateway refuses a signature dated more than five minutes from its clock.
 CLOCK_SKEW = timedelta(minutes=5)
 DUTIES = ("requester", "reviewer", "operator")
+# SignedHeaders names every header signed, and a header's name may hold any of HTTP's token characters.
 _AUTHORIZATION = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=(?P<key>[A-Z0-9]{16,128})/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/"
-    r"(?P<service>[a-z0-9-]+)/aws4_request, ?SignedHeaders=(?P<headers>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})$")
+    r"(?P<service>[a-z0-9-]+)/aws4_request, ?SignedHeaders=(?P<headers>[a-z0-9!#$%&'*+.^_`|~;-]+),"
+    r" ?Signature=(?P<signature>[0-9a-f]{64})$")
 
 
 class SignatureRefused(Exception):

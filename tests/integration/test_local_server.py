@@ -9,10 +9,12 @@ import urllib.error
 import urllib.request
 
 import pytest
+import requests
 
 from infra.cli.signing import request_signer
 from infra.local.principals import write_profiles
 from infra.local.server import LocalApiServer
+from tests.signing import SignedBy
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +50,13 @@ def served(runtime, tmp_path):
 
     yield server, send
     server.stop()
+
+
+def test_a_signed_header_named_with_any_http_token_character_is_accepted(served, tmp_path) -> None:
+    server, _ = served
+    signed = SignedBy(server.url, "agentledger-requester", tmp_path)  # the profiles `served` wrote
+    response = requests.get(server.url + "/runs", headers={"X-Trace$Id*": "1"}, auth=signed, timeout=30)
+    assert response.status_code == 200, response.text
 
 
 @pytest.mark.parametrize("query", ["?limit=", "?status=", "?limit=&status=running"])
