@@ -191,7 +191,7 @@ NOT_A_RUN_ID = "the run id, query or body does not validate"
     HTTPStatus.CREATED, RunSummary, "the run, started (or the one this Idempotency-Key started before)",
     {HTTPStatus.CONFLICT: "this Idempotency-Key was used with another body, or its first request is still in progress",
      HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate, or the repository cannot be used as given"},
-    links=_run_links("$response.body#/run_id", "get_run", "resume_run")))
+    links=_run_links("$response.body#/run_id", "get_run", "review_run", "resume_run")))
 def create_run(
     body: Annotated[CreateRunRequest, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
