@@ -184,7 +184,7 @@ def _run_links(run_id: str, *operations: str) -> dict[str, Any]:
 
 
 NO_SUCH_RUN = "no run with this id"
-NOT_A_RUN_ID = "the run id, query or body does not validate"
+NOT_A_RUN_ID = "the run id does not validate"
 
 
 @app.post("/runs", summary="Start a run", operation_id="create_run", **_contract(
@@ -240,7 +240,7 @@ def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
                        HTTPStatus.NOT_FOUND: NO_SUCH_RUN,
                        HTTPStatus.CONFLICT: "the run does not wait for a review of this plan: it is in another state, "
                                             "the plan digest is another, the plan went stale, or the run changed meanwhile",
-                       HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
+                       HTTPStatus.UNPROCESSABLE_ENTITY: "the run id or the body does not validate"}))
 def review_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().review(run_id, body, _caller())
