@@ -123,6 +123,10 @@ def measure(client: BenchClient, counter: RequestCounter, repository: Callable[[
     return RequestsMeasurement(first, warm, run, shape, history)
 
 
+def goal(target_ratio: float) -> str:
+    return f"requests per run <= {target_ratio}x the floor"
+
+
 def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
     first, warm, floor = by_service(measured.first), by_service(measured.warm), measured.shape.floor()
     services = list(SERVICES) + sorted((set(first) | set(warm)) - set(SERVICES))
@@ -138,8 +142,7 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
     completed = measured.run.status == "complete"
     figure = f"{total_warm} / {total_floor} = {ratio(total_warm, total_floor)}" if completed \
         else f"run ended {measured.run.status}"
-    table.target(figure, Target(f"requests per run <= {target_ratio}x the floor",
-                                completed and total_warm <= target_ratio * total_floor))
+    table.target(figure, Target(goal(target_ratio), completed and total_warm <= target_ratio * total_floor))
     shape = measured.shape
     table.notes.append(
         f"floor for this run's shape: I={shape.invocations} invocations, X={shape.executions} execution(s), "

@@ -10,14 +10,17 @@ Everything the bench sends only to watch or to read results is sent under
 `RequestCounter.excluded()`; starting, resuming and approving are the run's own requests."""
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from http import HTTPStatus
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentledger.executions import execution_arn
 from agentledger.service import run_id_for
 
 from infra.local.principals import principal_arn
@@ -25,6 +28,7 @@ from infra.local.runtime import LocalRuntime
 
 from .request_counter import RequestCounter
 
+RUNNING = "running"
 AWAITING_REVIEW = "awaiting_review"
 NEEDS_PERSON = "needs_person"
 COMPLETE = "complete"
@@ -32,6 +36,15 @@ WAITING_ON_A_PERSON = (AWAITING_REVIEW, NEEDS_PERSON)
 ENDED = (COMPLETE, NEEDS_PERSON)
 POLL_INTERVAL_S = 0.25
 PAGE = 100
+# POST /runs answers 409 while a request with the same Idempotency-Key is still being served (a
+# retry of it got there first) and asks to be retried shortly: the bench does, as a client should.
+IN_PROGRESS = "still in progress"
+START_RETRY_S = 1.0
+START_RETRIES = 30
+
+
+class ApiError(RuntimeError):
+    """The API answered a request of the run's with a status it should not have."""
 
 
 def seconds_until(run: Mapping[str, Any], since: float) -> float:
@@ -70,23 +83,32 @@ class BenchClient:
     def __init__(self, runtime: LocalRuntime, requests: RequestCounter) -> None:
         self.runtime = runtime
         self.requests = requests
+        self.start_retries = 0  # POST /runs sent again after a 409 "still in progress"
+        self._retries_lock = threading.Lock()  # runs are started from many threads at once
 
     # -- the run's own requests ---------------------------------------------------------------
     def start(self, repository: Path, crash: str | None = None) -> str:
         key = str(uuid.uuid4())
         if crash:
             self.runtime.crashes.arm(run_id_for(key), crash)
-        response = self.runtime.call_api("POST", "/runs", body={"repository": str(repository), "request": "bench"},
-                                         caller=principal_arn("requester"), headers={"Idempotency-Key": key})
-        if response.status != 201:
-            raise RuntimeError(f"POST /runs answered {response.status}: {response.body[:300]}")
+        for _ in range(START_RETRIES):
+            response = self.runtime.call_api("POST", "/runs", body={"repository": str(repository), "request": "bench"},
+                                             caller=principal_arn("requester"), headers={"Idempotency-Key": key})
+            if response.status != HTTPStatus.CONFLICT or IN_PROGRESS not in response.body:
+                break
+            with self._retries_lock:
+                self.start_retries += 1
+            time.sleep(START_RETRY_S)
+        # 200 is the same run again: the key's first request created it.
+        if response.status not in (HTTPStatus.CREATED, HTTPStatus.OK):
+            raise ApiError(f"POST /runs answered {response.status}: {response.body[:300]}")
         return response.json()["run_id"]
 
     def resume(self, run_id: str) -> str:
         """The name of the execution the resume started."""
         response = self.runtime.call_api("POST", f"/runs/{run_id}/resume", caller=principal_arn("operator"))
         if response.status != 200:
-            raise RuntimeError(f"resume of {run_id} answered {response.status}: {response.body[:300]}")
+            raise ApiError(f"resume of {run_id} answered {response.status}: {response.body[:300]}")
         return response.json()["execution"]
 
     def approve(self, run: Mapping[str, Any]) -> None:
@@ -95,7 +117,7 @@ class BenchClient:
                                          body={"decision": "approve", "plan_digest": run["plan_digest"]},
                                          caller=principal_arn("reviewer"))
         if response.status != 200:
-            raise RuntimeError(f"approval of {run['run_id']} answered {response.status}: {response.body[:300]}")
+            raise ApiError(f"approval of {run['run_id']} answered {response.status}: {response.body[:300]}")
 
     def full_run(self, repository: Path, timeout_s: float) -> FullRun:
         started = time.time()
@@ -120,6 +142,12 @@ class BenchClient:
     def execution_history(self, name: str) -> list[dict[str, Any]]:
         with self.requests.excluded():
             return self.runtime.execution_history(name)
+
+    def stop_execution(self, name: str) -> None:
+        """Stop a run's execution that outlived its measurement, so it does not weigh on the next."""
+        with self.requests.excluded():
+            self.runtime.client("stepfunctions").stop_execution(
+                executionArn=execution_arn(self.runtime.state_machine_arn, name), cause="bench: measurement over")
 
     def wait_for_execution(self, name: str, timeout_s: float) -> str:
         with self.requests.excluded():

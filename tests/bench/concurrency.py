@@ -20,10 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .client import AWAITING_REVIEW, NEEDS_PERSON, WAITING_ON_A_PERSON, BenchClient, handoff_reason, seconds_until
+from .client import (
+    AWAITING_REVIEW,
+    NEEDS_PERSON,
+    RUNNING,
+    WAITING_ON_A_PERSON,
+    ApiError,
+    BenchClient,
+    handoff_reason,
+    seconds_until,
+)
 from .report import Table, Target, progress
 
-TIMEOUT_S = 300
+TIMEOUT_S = 300  # from the first POST /runs until every run must wait for review
 POLL_S = 1.0  # watching 50 runs: a look a second is plenty, and leaves the stack its process
 
 
@@ -31,6 +40,8 @@ POLL_S = 1.0  # watching 50 runs: a look a second is plenty, and leaves the stac
 class Measured:
     runs: int
     started_s: float  # until the last POST /runs answered
+    refused: Counter[str]  # POST /runs that failed, by answer: those runs never started
+    start_retries: int  # POST /runs sent again, as asked, after a 409 "still in progress"
     to_review_s: list[float]  # of each run that reached review in time, from the first start
     handed_to_a_person: int
     lost: int
@@ -42,15 +53,27 @@ class Measured:
     def all_reached_review(self) -> bool:
         return len(self.to_review_s) == self.runs
 
+    @property
+    def still_running(self) -> int:
+        return self.runs - sum(self.refused.values()) - len(self.to_review_s) - self.handed_to_a_person
+
 
 def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> Measured:
     repositories = [repository() for _ in range(runs)]
     started = time.time()
+    run_ids: list[str] = []
+    refused: Counter[str] = Counter()
+    retries_before = client.start_retries
     with ThreadPoolExecutor(max_workers=runs) as clients:
-        run_ids = list(clients.map(client.start, repositories))
+        for starting in [clients.submit(client.start, repository) for repository in repositories]:
+            try:
+                run_ids.append(starting.result())
+            except ApiError as error:
+                refused[str(error)[:160]] += 1
     started_s = time.time() - started
-    progress(f"  {runs} runs started in {started_s:.1f}s; waiting for review")
-    stopped = client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, TIMEOUT_S, poll_s=POLL_S)
+    progress(f"  {len(run_ids)} of {runs} runs started in {started_s:.1f}s; waiting for review")
+    remaining_s = max(0.0, TIMEOUT_S - started_s)
+    stopped = client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, remaining_s, poll_s=POLL_S)
     lost = doubled = retried = 0
     handoffs: Counter[str] = Counter()
     for run_id in run_ids:
@@ -61,16 +84,24 @@ def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> M
         reason = handoff_reason(view, with_message=False)
         if reason:
             handoffs[reason] += 1
+        if view["run"]["status"] == RUNNING:
+            client.stop_execution(view["run"]["active_execution"])
     return Measured(
-        runs=runs, started_s=started_s,
+        runs=runs, started_s=started_s, refused=refused, start_retries=client.start_retries - retries_before,
         to_review_s=[seconds_until(run, started) for run in stopped.values() if run["status"] == AWAITING_REVIEW],
         handed_to_a_person=sum(1 for run in stopped.values() if run["status"] == NEEDS_PERSON),
         lost=lost, doubled=doubled, retried_stages=retried, handoffs=handoffs)
 
 
+def goal(target_runs: int) -> str:
+    return f"{target_runs} concurrent runs: 0 handed to a person"
+
+
 def table(measured: Measured, target_runs: int) -> Table:
     result = Table(f"(e) {measured.runs} runs started at once (the sample repository)", ["", "measured"])
-    result.add("runs started", measured.runs)
+    result.add("runs started", measured.runs - sum(measured.refused.values()))
+    result.add("POST /runs refused", sum(measured.refused.values()))
+    result.add("POST /runs retried after a 409 in progress", measured.start_retries)
     result.add("all POST /runs answered after (s)", measured.started_s)
     reached = measured.to_review_s
     result.add("reached review", f"{len(reached)} of {measured.runs}")
@@ -78,16 +109,20 @@ def table(measured: Measured, target_runs: int) -> Table:
                f"not all within {TIMEOUT_S} s")
     result.add("median to review (s)", statistics.median(reached) if reached else None)
     result.add("handed to a person", measured.handed_to_a_person)
-    result.add("still running at the deadline", measured.runs - len(reached) - measured.handed_to_a_person)
+    result.add("still running at the deadline (then stopped)", measured.still_running)
     result.add("transitions lost / doubled", f"{measured.lost} / {measured.doubled}")
     result.add("stage attempts beyond the first", measured.retried_stages)
     for reason, count in measured.handoffs.most_common():
         result.notes.append(f"handed to a person: {count} x {reason}")
+    for answer, count in measured.refused.most_common():
+        result.notes.append(f"not started: {count} x {answer}")
     # Met only if every run got to review: one still running at the deadline was not handed over, but
     # it did not make it either.
-    result.target(f"{measured.handed_to_a_person} of {measured.runs} handed to a person",
-                  Target(f"{target_runs} concurrent runs: 0 handed to a person",
-                         None if measured.runs != target_runs else measured.all_reached_review))
+    figure = ", ".join([f"{measured.handed_to_a_person} of {measured.runs} handed to a person",
+                        *([f"{sum(measured.refused.values())} not started"] if measured.refused else []),
+                        *([f"{measured.still_running} still running"] if measured.still_running else [])])
+    result.target(figure,
+                  Target(goal(target_runs), None if measured.runs != target_runs else measured.all_reached_review))
     return result
 
 

@@ -51,14 +51,17 @@ def measure(deployed: dict[str, dict[str, Any]], repeats: int) -> list[Measured]
     return measured
 
 
+def goal(cli_target_s: float) -> str:
+    return f"CLI import for `agentledger --help` <= {cli_target_s:g} s"
+
+
 def table(measured: list[Measured], repeats: int, cli_target_s: float) -> Table:
     result = Table(f"(f) Cold import of each handler module (a fresh interpreter each; median of {repeats})",
                    ["module", "import (s)", "heaviest third-party import", "functions"])
     for row in measured:
         result.add(row.module, row.seconds, row.heaviest, ", ".join(map(short_function_name, row.functions)))
     cli = next(row for row in measured if row.module == CLI_MODULE)
-    result.target(f"{cli.seconds:.3f} s", Target(f"CLI import for `agentledger --help` <= {cli_target_s:g} s",
-                                                 cli.seconds <= cli_target_s))
+    result.target(f"{cli.seconds:.3f} s", Target(goal(cli_target_s), cli.seconds <= cli_target_s))
     return result
 
 

@@ -118,6 +118,10 @@ def measure(client: BenchClient, root: Path, suite_s: float, repeats: int) -> li
     return measured
 
 
+def goal(resume_target: float) -> str:
+    return f"resume after verify <= {resume_target}x a fresh run"
+
+
 def table(scenarios: list[Scenario], suite_s: float, repeats: int, resume_target: float) -> Table:
     fresh = scenarios[0]
     result = Table(f"(a) Restart against starting over (a {suite_s:g} s test suite; median of {repeats})",
@@ -129,6 +133,5 @@ def table(scenarios: list[Scenario], suite_s: float, repeats: int, resume_target
     stopped_short = next((scenario for scenario in (fresh, after_verify) if scenario.status != "awaiting_review"), None)
     result.target(f"{stopped_short.name}: {stopped_short.status}" if stopped_short else
                   ratio(after_verify.seconds, fresh.seconds),
-                  Target(f"resume after verify <= {resume_target}x a fresh run",
-                         stopped_short is None and after_verify.seconds <= resume_target * fresh.seconds))
+                  Target(goal(resume_target), stopped_short is None and after_verify.seconds <= resume_target * fresh.seconds))
     return result

@@ -66,6 +66,11 @@ def measure(client: BenchClient, root: Path, sizes: tuple[int, ...]) -> list[Mea
     return measured
 
 
+def goals(largest: int, inspect_target_s: float) -> tuple[str, str]:
+    """The run end to end, and inspect within its time, at the largest size."""
+    return f"{largest:,} files end to end", f"inspect of {largest:,} files <= {inspect_target_s:g} s"
+
+
 def table(measured: list[Measured], largest: int, inspect_target_s: float) -> Table:
     result = Table("(d) A full run on generated repositories (one run per size, review approved at once)",
                    ["files", "POST /runs (s)", "inspect (s)", "plan (s)", "verify (s)", "test build (s)", "to review (s)",
@@ -73,15 +78,14 @@ def table(measured: list[Measured], largest: int, inspect_target_s: float) -> Ta
     for row in measured:
         result.add(f"{row.files:,}", row.start_s, row.inspect_s, row.plan_s, row.verify_s, row.build_s, row.to_review_s,
                    row.end_to_end_s, row.resident_before_mib, row.peak_mib, row.held_after_mib, row.status)
+    end_to_end, inspect = goals(largest, inspect_target_s)
     at_largest = next((row for row in measured if row.files == largest), None)
     if at_largest is None:
-        result.target("-", Target(f"{largest:,} files end to end", None))
-        result.target("-", Target(f"inspect of {largest:,} files <= {inspect_target_s:g} s", None))
+        result.target("-", Target(end_to_end, None))
+        result.target("-", Target(inspect, None))
     else:
-        result.target(at_largest.status, Target(f"{largest:,} files end to end", at_largest.status == "complete"))
-        result.target(f"{at_largest.inspect_s:.2f} s",
-                      Target(f"inspect of {largest:,} files <= {inspect_target_s:g} s",
-                             0 < at_largest.inspect_s <= inspect_target_s))
+        result.target(at_largest.status, Target(end_to_end, at_largest.status == "complete"))
+        result.target(f"{at_largest.inspect_s:.2f} s", Target(inspect, 0 < at_largest.inspect_s <= inspect_target_s))
     result.notes.extend(f"{row.files:,} files handed to a person at {row.handoff}" for row in measured if row.handoff)
     result.notes.append("peak and held after are on top of the resident set before the run; verify is its "
                         "invocations' time, not the build's (the Wait states between polls are not in it)")
