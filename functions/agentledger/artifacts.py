@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from typing import Any
 
 from .errors import ArtifactIntegrityError
@@ -10,6 +12,7 @@ from .fingerprints import sha256_bytes
 from .models import ArtifactRef, Stage
 
 PRESIGN_SECONDS = 3600
+MANIFESTS_KEPT = 16  # file manifests held in memory: a warm function checks the same few again
 
 
 def run_prefix(run_id: str) -> str:
@@ -28,11 +31,16 @@ class ContentAddressedArtifacts(ABC):
 
     bucket: str
 
+    def __init__(self) -> None:
+        self._manifests: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._manifests_lock = threading.Lock()
+
     @abstractmethod
     def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None: ...
 
     @abstractmethod
-    def _load(self, key: str) -> bytes: ...
+    def _load(self, key: str) -> bytes:
+        """The object's bytes; KeyError when there is none."""
 
     def put(self, run_id: str, stage: Stage, name: str, data: bytes, media_type: str) -> ArtifactRef:
         digest = sha256_bytes(data)
@@ -56,6 +64,25 @@ class ContentAddressedArtifacts(ABC):
     def get_json(self, ref: ArtifactRef) -> Any:
         return json.loads(self.get(ref))
 
+    def read_manifest(self, ref: ArtifactRef) -> dict[str, str] | None:
+        """A file manifest (path -> sha256), or None when it is gone or not what was recorded.
+        Kept in memory by its content hash, so a manifest is fetched once per warm function."""
+        with self._manifests_lock:
+            if ref.sha256 in self._manifests:
+                self._manifests.move_to_end(ref.sha256)
+                return self._manifests[ref.sha256]
+        try:
+            manifest = self.get_json(ref)
+        except (ArtifactIntegrityError, KeyError, ValueError):
+            return None
+        if not isinstance(manifest, dict):
+            return None
+        with self._manifests_lock:
+            self._manifests[ref.sha256] = manifest
+            while len(self._manifests) > MANIFESTS_KEPT:
+                self._manifests.popitem(last=False)
+        return manifest
+
     @abstractmethod
     def download_url(self, key: str, expires_s: int) -> str: ...
 
@@ -67,6 +94,7 @@ class ArtifactStore(ContentAddressedArtifacts):
     """Artifacts as S3 objects, with a SHA-256 checksum S3 verifies on upload."""
 
     def __init__(self, bucket: str, s3_client: Any, link_client: Any | None = None) -> None:
+        super().__init__()
         self.bucket = bucket
         self._s3 = s3_client
         # Links are signed by a client of their own: locally it points at an S3 endpoint that a
@@ -81,7 +109,10 @@ class ArtifactStore(ContentAddressedArtifacts):
                             ChecksumAlgorithm="SHA256", Metadata=metadata)
 
     def _load(self, key: str) -> bytes:
-        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey as missing:
+            raise KeyError(key) from missing
 
     def download_url(self, key: str, expires_s: int) -> str:
         return self._links.generate_presigned_url(
@@ -100,13 +131,10 @@ class ArtifactStore(ContentAddressedArtifacts):
         except self._s3.exceptions.NoSuchKey:
             return None
 
-    def fetch_repository(self, url: str) -> tuple[bytes, str]:
-        """Bytes of a repository tarball at s3://bucket/key, and its version id (or ETag) as the
-        revision the run pins."""
+    def fetch_repository(self, url: str) -> bytes:
+        """Bytes of a repository tarball at s3://bucket/key."""
         bucket, _, key = url.removeprefix("s3://").partition("/")
-        response = self._s3.get_object(Bucket=bucket, Key=key)
-        version = response.get("VersionId") or response["ETag"].strip('"')
-        return response["Body"].read(), f"s3:{version}"
+        return self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
 
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []

@@ -63,6 +63,8 @@ class Settings:
     bedrock_prices: tuple[float, float] = (0.0, 0.0)
     # Locally only: the AWS profile whose credentials sign Bedrock calls that pass through moto.
     bedrock_profile: str | None = None
+    # How long a workspace a failed attempt left (and an extracted tarball no run read) is kept.
+    workspace_retention_s: int = 24 * 3600
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -97,6 +99,7 @@ class Settings:
             bedrock_max_reasks=int(os.environ.get("AGENTLEDGER_BEDROCK_MAX_REASKS", "2")),
             bedrock_prices=_prices(os.environ.get("AGENTLEDGER_BEDROCK_PRICES") or "0,0"),
             bedrock_profile=os.environ.get("AGENTLEDGER_BEDROCK_PROFILE") or None,
+            workspace_retention_s=int(float(os.environ.get("AGENTLEDGER_WORKSPACE_RETENTION_HOURS", "24")) * 3600),
         )
 
     def require_state_machine(self) -> str:

@@ -71,7 +71,9 @@ class EffectRunner:
         spec = EFFECTS[name]
         ledger = self.ledger.load(run_id)
         snapshot = self.sources.snapshot(ledger.run.repository)
-        require_fresh_upstream(self.ledger, ledger, snapshot, evaluate_evidence(ledger, snapshot), spec.stage,
+        manifests = self.artifacts.read_manifest
+        require_fresh_upstream(self.ledger, ledger, snapshot, manifests, evaluate_evidence(ledger, snapshot, manifests),
+                               spec.stage,
                                execution, self.settings.max_replans, self.metrics)
         reason = self._skip_reason(ledger, name)
         if reason is not None:

@@ -7,21 +7,25 @@ from dataclasses import dataclass
 
 from .agent.source import SourceSnapshot
 from .fingerprints import digest
-from .models import Evidence, Ledger
+from .models import ArtifactRef, Evidence, Ledger
 from .states import WORK_STAGES, RunOutcome, Stage
 
 UPSTREAM_PREFIX = "evidence:"
-FILE_PREFIX = "file:"
+# What a stage read of the repository, recorded in a size that does not grow with it: the files'
+# fingerprints (path -> sha256) are a manifest artifact; the ledger keeps the manifest's key, the
+# digest of what it lists and the digest of the whole tree they were read from.
+MANIFEST, FILES, TREE = "manifest", "files", "tree"
 
 
 @dataclass(frozen=True)
 class EvidenceNode:
     name: str
     upstream: tuple[Stage, ...]  # stages whose evidence this one depends on
+    reads_whole_tree: bool = False  # a file added anywhere makes it stale, too
 
 
 EVIDENCE_GRAPH: dict[Stage, EvidenceNode] = {
-    Stage.INSPECT: EvidenceNode("source_tree", ()),
+    Stage.INSPECT: EvidenceNode("source_tree", (), reads_whole_tree=True),
     Stage.PLAN: EvidenceNode("plan", (Stage.INSPECT,)),
     Stage.EXECUTE: EvidenceNode("test_changes", (Stage.PLAN,)),
     # The tests ran against the source tree as well as against the written tests.
@@ -53,19 +57,15 @@ def stages_before(ledger: Ledger, stage: Stage) -> list[Stage]:
     return [s for s in stages_of(ledger) if WORK_STAGES.index(s) < WORK_STAGES.index(stage)]
 
 
-def source_dependencies(snapshot: SourceSnapshot) -> dict[str, str]:
-    """What inspect read: the revision, the whole tree (to catch added files) and each file."""
-    deps = {"revision": snapshot.revision, "tree": digest(snapshot.files)}
-    deps.update({f"{FILE_PREFIX}{path}": sha for path, sha in snapshot.files.items()})
-    return deps
+def file_reads(files: dict[str, str], snapshot: SourceSnapshot, manifest: ArtifactRef) -> dict[str, str]:
+    """What a stage read: `files` (listed in `manifest`) of `snapshot`, at its revision."""
+    return {"revision": snapshot.revision, FILES: digest(files), TREE: snapshot.tree_digest, MANIFEST: manifest.key}
 
 
-def file_dependencies(files: dict[str, str]) -> dict[str, str]:
-    return {f"{FILE_PREFIX}{path}": sha for path, sha in files.items()}
-
-
-def recorded_files(depends_on: dict[str, str]) -> dict[str, str]:
-    return {key.removeprefix(FILE_PREFIX): sha for key, sha in depends_on.items() if key.startswith(FILE_PREFIX)}
+def manifest_ref(ledger: Ledger, depends_on: dict[str, str]) -> ArtifactRef | None:
+    """The manifest artifact that evidence's file reads are listed in, as the ledger holds it."""
+    key = depends_on.get(MANIFEST)
+    return next((ref for ref in ledger.artifacts if ref.key == key), None) if key else None
 
 
 def stage_evidence(stage: Stage, fingerprint: str, ledger: Ledger,

@@ -9,7 +9,7 @@ from .evidence import EVIDENCE_OF, stages_before
 from .ledger import new_decision
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
 from .ports import LedgerPort, MetricSink
-from .restart import EvidenceStatuses, assess, is_stage_valid
+from .restart import EvidenceStatuses, ManifestReader, assess, is_stage_valid
 from .states import DecisionKind, EvidenceState
 
 
@@ -48,15 +48,16 @@ def invalidate(store: LedgerPort, ledger: Ledger, assessment: Assessment, execut
     return run
 
 
-def require_fresh_upstream(store: LedgerPort, ledger: Ledger, snapshot: SourceSnapshot, statuses: EvidenceStatuses,
-                           stage: Stage, execution: str | None, max_replans: int, metrics: MetricSink) -> None:
+def require_fresh_upstream(store: LedgerPort, ledger: Ledger, snapshot: SourceSnapshot, manifests: ManifestReader,
+                           statuses: EvidenceStatuses, stage: Stage, execution: str | None, max_replans: int,
+                           metrics: MetricSink) -> None:
     """Every stage before `stage` must be complete with valid evidence (`statuses`, evaluated
     against `snapshot` by the caller)."""
     upstream = stages_before(ledger, stage)
     missing = [s for s in upstream if not is_stage_valid(ledger, s, statuses)]
     if not missing:
         return
-    assessment = assess(ledger, snapshot, max_replans, statuses)
+    assessment = assess(ledger, snapshot, max_replans, manifests, statuses)
     invalidate(store, ledger, assessment, execution, metrics)
     raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({assessment.reason})")
 

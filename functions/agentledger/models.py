@@ -250,7 +250,8 @@ class Assessment(Record):
     next: NextAction
     reason: str
     invalidated: list[Stage] = Field(default_factory=list)
-    changed_files: dict[str, list[str]] = Field(default_factory=dict)
+    changed_files: dict[str, list[str]] = Field(default_factory=dict)  # the first paths of each kind
+    changed_file_counts: dict[str, int] = Field(default_factory=dict)
 
 
 class Ledger(Record):

@@ -57,6 +57,9 @@ class ArtifactPort(Protocol):
 
     def get_json(self, ref: ArtifactRef) -> Any: ...
 
+    def read_manifest(self, ref: ArtifactRef) -> dict[str, str] | None:
+        """A file manifest (path -> sha256); None when it is gone or does not match its hash."""
+
     def presigned_url(self, ref: ArtifactRef) -> str: ...
 
     def download_url(self, key: str, expires_s: int) -> str:

@@ -4,19 +4,28 @@ unit-tested without AWS."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .agent.source import SourceSnapshot, changed_files
-from .evidence import EVIDENCE_OF, UPSTREAM_PREFIX, recorded_files, stages_of
-from .models import WORK_STAGES, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
+from .agent.source import SourceSnapshot, changed_files, named_changes
+from .evidence import EVIDENCE_GRAPH, EVIDENCE_OF, MANIFEST, TREE, UPSTREAM_PREFIX, manifest_ref, stages_of
+from .models import WORK_STAGES, ArtifactRef, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
 from .states import EvidenceState, FailureKind, NextAction, RecoveryAction
 
 VALID, STALE, MISSING = EvidenceState.VALID, EvidenceState.STALE, EvidenceState.MISSING
 EvidenceStatuses = dict[str, EvidenceStatus]
+# Reads a manifest artifact (path -> sha256); None when it is gone or does not match its hash.
+ManifestReader = Callable[[ArtifactRef], "dict[str, str] | None"]
+# How many changed paths of each kind an assessment names; the counts say how many there were.
+MAX_NAMED_CHANGES = 50
 
 
-def evaluate_evidence(ledger: Ledger, snapshot: SourceSnapshot) -> dict[str, EvidenceStatus]:
+class _ManifestUnavailable(Exception):
+    pass
+
+
+def evaluate_evidence(ledger: Ledger, snapshot: SourceSnapshot, manifests: ManifestReader) -> dict[str, EvidenceStatus]:
     """Evidence is valid while every dependency still matches the world; in stage order, so a
     stale upstream makes everything that depends on it stale too."""
     statuses: dict[str, EvidenceStatus] = {}
@@ -26,7 +35,8 @@ def evaluate_evidence(ledger: Ledger, snapshot: SourceSnapshot) -> dict[str, Evi
         if evidence is None:
             statuses[name] = EvidenceStatus(name=name, status=MISSING, reason=f"{stage} has not recorded it")
             continue
-        problems = _broken_dependencies(evidence.depends_on, ledger, snapshot, statuses)
+        problems = _broken_dependencies(evidence.depends_on, ledger, snapshot, statuses, manifests,
+                                        EVIDENCE_GRAPH[stage].reads_whole_tree)
         if problems:
             statuses[name] = EvidenceStatus(name=name, status=STALE, reason="; ".join(problems))
         else:
@@ -34,16 +44,34 @@ def evaluate_evidence(ledger: Ledger, snapshot: SourceSnapshot) -> dict[str, Evi
     return statuses
 
 
+def changed_reads(depends_on: dict[str, str], ledger: Ledger, snapshot: SourceSnapshot, manifests: ManifestReader,
+                  whole_tree: bool) -> dict[str, list[str]]:
+    """The files read (as `depends_on` records them) that differ in `snapshot`. Cheap when the
+    tree is the one they were read from: the manifest is only fetched to name what changed."""
+    if MANIFEST not in depends_on or depends_on.get(TREE) == snapshot.tree_digest:
+        return {}
+    ref = manifest_ref(ledger, depends_on)
+    recorded = manifests(ref) if ref is not None else None
+    if recorded is None:
+        raise _ManifestUnavailable(f"the list of files it read ({depends_on[MANIFEST]}) is not available")
+    changes = changed_files(recorded, snapshot.files)
+    if not whole_tree:
+        changes["added"] = []  # only the evidence that read the whole tree cares about new files
+    return {kind: paths for kind, paths in changes.items() if paths}
+
+
 def _broken_dependencies(
-    depends_on: dict[str, str], ledger: Ledger, snapshot: SourceSnapshot, statuses: dict[str, EvidenceStatus]
+    depends_on: dict[str, str], ledger: Ledger, snapshot: SourceSnapshot, statuses: dict[str, EvidenceStatus],
+    manifests: ManifestReader, whole_tree: bool,
 ) -> list[str]:
     problems: list[str] = []
-    changes = changed_files(recorded_files(depends_on), snapshot.files)
-    if "tree" not in depends_on:
-        changes["added"] = []  # only the evidence that read the whole tree cares about new files
-    for kind in ("modified", "removed", "added"):
-        if changes[kind]:
-            problems.append(f"{kind}: {', '.join(changes[kind])}")
+    try:
+        changes = changed_reads(depends_on, ledger, snapshot, manifests, whole_tree)
+    except _ManifestUnavailable as unavailable:
+        problems.append(str(unavailable))
+    else:
+        if changes:
+            problems.append(named_changes(changes))
     if "revision" in depends_on and depends_on["revision"] != snapshot.revision:
         problems.append(f"revision moved from {depends_on['revision']} to {snapshot.revision}")
     for key, fingerprint in sorted(depends_on.items()):
@@ -67,10 +95,10 @@ def is_stage_valid(ledger: Ledger, stage: Stage, statuses: dict[str, EvidenceSta
     )
 
 
-def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int,
+def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int, manifests: ManifestReader,
            statuses: EvidenceStatuses | None = None) -> Assessment:
     """`statuses`, when the caller has just evaluated the evidence, saves evaluating it again."""
-    statuses = statuses if statuses is not None else evaluate_evidence(ledger, snapshot)
+    statuses = statuses if statuses is not None else evaluate_evidence(ledger, snapshot, manifests)
     complete: list[Stage] = []
     invalidated: list[Stage] = []
     next_stage: Stage | None = None
@@ -82,9 +110,9 @@ def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int,
         record = ledger.stages.get(stage.value)
         if record is not None and record.status == StageStatus.COMPLETE:
             invalidated.append(stage)
-    inspected = ledger.evidence.get(EVIDENCE_OF[Stage.INSPECT])
-    changes = changed_files(recorded_files(inspected.depends_on), snapshot.files) if inspected else {}
-    changes = {kind: paths for kind, paths in changes.items() if paths}
+    changes = _tree_changes(ledger, snapshot, manifests)
+    named = {kind: paths[:MAX_NAMED_CHANGES] for kind, paths in changes.items()}
+    counts = {kind: len(paths) for kind, paths in changes.items()}
 
     if next_stage is None:
         return Assessment(complete=complete, evidence=list(statuses.values()), next=NextAction.DONE,
@@ -93,12 +121,22 @@ def assess(ledger: Ledger, snapshot: SourceSnapshot, max_replans: int,
     if stale and ledger.run.replans >= max_replans:
         return Assessment(
             complete=complete, evidence=list(statuses.values()), next=NextAction.NEEDS_PERSON, invalidated=invalidated,
-            changed_files=changes,
+            changed_files=named, changed_file_counts=counts,
             reason=f"the context went stale again after {ledger.run.replans} replans; a person should look",
         )
     return Assessment(complete=complete, evidence=list(statuses.values()), next=NextAction(next_stage.value),
-                      invalidated=invalidated, changed_files=changes,
+                      invalidated=invalidated, changed_files=named, changed_file_counts=counts,
                       reason=_next_reason(ledger, statuses, complete, next_stage, stale))
+
+
+def _tree_changes(ledger: Ledger, snapshot: SourceSnapshot, manifests: ManifestReader) -> dict[str, list[str]]:
+    inspected = ledger.evidence.get(EVIDENCE_OF[Stage.INSPECT])
+    if inspected is None:
+        return {}
+    try:
+        return changed_reads(inspected.depends_on, ledger, snapshot, manifests, whole_tree=True)
+    except _ManifestUnavailable:
+        return {}  # the source tree's evidence says so; there is nothing to name
 
 
 def _next_reason(ledger: Ledger, statuses: dict[str, EvidenceStatus], complete: list[Stage], next_stage: Stage,

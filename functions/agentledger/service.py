@@ -266,7 +266,8 @@ class RunService:
     def view(self, run_id: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         try:
-            statuses = evaluate_evidence(ledger, self.sources.snapshot(ledger.run.repository))
+            statuses = evaluate_evidence(ledger, self.sources.snapshot(ledger.run.repository),
+                                         self.artifacts.read_manifest)
             evidence_status = {name: s.model_dump() for name, s in statuses.items()}
         except Exception as error:  # noqa: BLE001 — the ledger is still worth showing without the source
             evidence_status = {name: {"name": name, "status": EvidenceState.UNKNOWN.value, "reason": f"source unavailable: {error}"}
@@ -325,9 +326,10 @@ class RunService:
             raise ReviewRejectedError(
                 f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
         snapshot = self.sources.snapshot(run.repository)
-        statuses = evaluate_evidence(ledger, snapshot)
+        statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
         if not review_still_holds(ledger, statuses):
-            self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans, statuses))
+            self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans,
+                                                     self.artifacts.read_manifest, statuses))
         decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(),
                                             "decided_by": actor, "comment": body.comment})
         decision = new_decision(DecisionKind.REVIEW, f"reviewer chose {body.decision}", body.model_dump(mode="json"),
@@ -397,7 +399,8 @@ class RunService:
                 return earlier
         number = run.resumes + 1
         name = resume_execution_name(run_id, number)
-        assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans)
+        assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans,
+                            self.artifacts.read_manifest)
         response = ResumeOutcome(run_id=run_id, execution=name, assessment=assessment).model_dump(mode="json")
         decision = new_decision(DecisionKind.RESUME, assessment.reason, response, actor=actor)
         try:

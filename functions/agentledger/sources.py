@@ -5,12 +5,15 @@ about other buckets' objects or this machine's files."""
 from __future__ import annotations
 
 import re
+import shutil
+import uuid
 from pathlib import Path
 
-from .agent.source import SourceSnapshot, extract_tarball, snapshot_directory
+from .agent.source import CleanSnapshots, SourceSnapshot, extract_tarball, snapshot_directory
 from .artifacts import ArtifactStore
 from .errors import LedgerError, RepositoryNotAllowedError
 from .fingerprints import sha256_bytes
+from .workspaces import extracted_source, mark_used
 
 
 UPLOAD_PREFIX = "repositories/"
@@ -64,16 +67,38 @@ class SourceResolver:
                 "start `agentledger serve --allow-root DIR` to allow another")
 
     def _snapshot_tarball(self, url: str) -> SourceSnapshot:
-        data, version = self._artifacts.fetch_repository(url)
+        """The key names the tarball's sha256, so a tarball snapshotted before (and still
+        extracted) is not fetched or hashed again: its digest is the cheap freshness signal."""
         named = url.rsplit("/", 1)[1].removesuffix(".tar.gz")
+        cached = TARBALLS.get((str(self._workspace_root), named))
+        if cached is not None and cached.root.is_dir():
+            mark_used(extracted_source(self._workspace_root, named))
+            return cached
+        data = self._artifacts.fetch_repository(url)
         if sha256_bytes(data) != named:
             raise RepositoryNotAllowedError(f"the tarball at {url} does not have the sha256 its key names")
-        target = self._workspace_root / "sources" / sha256_bytes(data)[:24]
-        root = extract_tarball(data, target) if not target.exists() else _single_root(target)
-        snapshot = snapshot_directory(root)
-        return snapshot.model_copy(update={"revision": version})
+        root = _extracted(data, extracted_source(self._workspace_root, named))
+        snapshot = snapshot_directory(root).model_copy(update={"revision": f"sha256:{named}"})
+        TARBALLS.put((str(self._workspace_root), named), snapshot)
+        return snapshot
 
 
-def _single_root(directory: Path) -> Path:
-    entries = list(directory.iterdir())
-    return entries[0] if len(entries) == 1 and entries[0].is_dir() else directory
+TARBALLS = CleanSnapshots()
+
+
+def _extracted(data: bytes, target: Path) -> Path:
+    """Extracted beside `target` and renamed into place, so a crash mid-extraction never leaves a
+    partial tree that a later attempt would take for the repository."""
+    mark_used(target)
+    if not target.exists():
+        partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
+        try:
+            extract_tarball(data, partial)
+            partial.rename(target)
+        except OSError:
+            if not target.exists():  # not merely another worker that extracted it first
+                raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    entries = list(target.iterdir())
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else target

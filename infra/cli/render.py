@@ -180,10 +180,16 @@ def assessment(response: Mapping[str, Any]) -> str:
     if answers.get("invalidated"):
         lines.append(f"Invalidated: {', '.join(answers['invalidated'])}")
     changes = answers.get("changed_files") or {}
+    counts = answers.get("changed_file_counts") or {}
     if changes:
-        described = (f"{change}: {', '.join(files)}" for change, files in changes.items())
+        described = (f"{change}: {', '.join(files)}{_more(counts.get(change, 0) - len(files))}"
+                     for change, files in changes.items())
         lines.append("Changed files: " + "; ".join(described))
     return "\n".join(lines)
+
+
+def _more(unnamed: int) -> str:
+    return f" and {unnamed:,} more" if unnamed > 0 else ""
 
 
 def crash_points(points: Mapping[str, Sequence[str]]) -> str:

@@ -78,6 +78,7 @@ class InMemoryLedger:
 
 class InMemoryArtifacts(ContentAddressedArtifacts):
     def __init__(self, bucket: str = "memory-bucket") -> None:
+        super().__init__()
         self.bucket = bucket
         self.objects: dict[str, bytes] = {}
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from agentledger.agent.source import SourceSnapshot
 from agentledger.fingerprints import digest, sha256_bytes
-from agentledger.models import Evidence, Ledger, Run, Stage, StageRecord, StageStatus
-from agentledger.evidence import EVIDENCE_OF, file_dependencies, source_dependencies, stage_evidence
+from agentledger.models import ArtifactRef, Evidence, Ledger, Run, Stage, StageRecord, StageStatus
+from agentledger.evidence import EVIDENCE_OF, file_reads, stage_evidence
+from tests.fakes.adapters import InMemoryArtifacts
 
 REVISION = "rev-1"
 FILES = {
@@ -17,6 +18,25 @@ FILES = {
 }
 # The plan only reads calc.py: a change elsewhere affects it only through the source tree.
 PLAN_READS = ("calc.py",)
+RUN_ID = "run-0123456789abcdef0123"
+# Where the file manifests the evidence names are kept, as the stages keep them in S3.
+ARTIFACTS = InMemoryArtifacts()
+MANIFESTS: dict[str, ArtifactRef] = {}
+
+
+def read_manifest(ref: ArtifactRef) -> dict[str, str] | None:
+    return ARTIFACTS.read_manifest(ref)
+
+
+def _manifest(stage: Stage, files: dict[str, str]) -> ArtifactRef:
+    ref = ARTIFACTS.put_json(RUN_ID, stage, f"{stage}-manifest.json", files)
+    MANIFESTS[ref.key] = ref
+    return ref
+
+
+def manifests_of(evidence: list[Evidence]) -> list[ArtifactRef]:
+    """The manifest artifacts `evidence` names, as a ledger holds them."""
+    return [MANIFESTS[e.depends_on["manifest"]] for e in evidence if "manifest" in e.depends_on]
 
 
 def sha(text: str) -> str:
@@ -48,8 +68,9 @@ def evidence_chain(snap: SourceSnapshot, plan_reads: tuple[str, ...] = PLAN_READ
     fingerprints = {Stage.INSPECT: digest({"revision": snap.revision, "files": snap.files}),
                     Stage.PLAN: plan_fingerprint, Stage.EXECUTE: "sha256:tests-1", Stage.VERIFY: "sha256:run-1",
                     Stage.AWAIT_REVIEW: "sha256:approval-1", Stage.COMPLETE: "sha256:summary-1"}
-    reads = {Stage.INSPECT: source_dependencies(snap),
-             Stage.PLAN: {"revision": snap.revision, **file_dependencies({p: snap.files[p] for p in plan_reads})}}
+    plan_files = {p: snap.files[p] for p in plan_reads}
+    reads = {Stage.INSPECT: file_reads(snap.files, snap, _manifest(Stage.INSPECT, snap.files)),
+             Stage.PLAN: file_reads(plan_files, snap, _manifest(Stage.PLAN, plan_files))}
     recorded = Ledger(run=run())
     for stage in Stage:
         evidence = stage_evidence(stage, fingerprints[stage], recorded, reads.get(stage))
@@ -58,7 +79,7 @@ def evidence_chain(snap: SourceSnapshot, plan_reads: tuple[str, ...] = PLAN_READ
 
 
 def run(**changes: object) -> Run:
-    fields: dict[str, object] = {"run_id": "run-0123456789abcdef0123", "request": "add tests for calc",
+    fields: dict[str, object] = {"run_id": RUN_ID, "request": "add tests for calc",
                                  "repository": "/repo", "revision": REVISION, "environment": "dev"}
     fields.update(changes)
     return Run(**fields)  # type: ignore[arg-type]
@@ -71,8 +92,10 @@ def ledger(snap: SourceSnapshot | None = None, *, through: Stage | None = Stage.
     snap = snap or snapshot()
     done = list(Stage)[: list(Stage).index(through) + 1] if through is not None else []
     chain = evidence_chain(snap, plan_reads)
+    evidence = {EVIDENCE_OF[stage]: chain[EVIDENCE_OF[stage]] for stage in done}
     return Ledger(
         run=run(replans=replans),
         stages={stage.value: stage_record(stage) for stage in done},
-        evidence={EVIDENCE_OF[stage]: chain[EVIDENCE_OF[stage]] for stage in done},
+        evidence=evidence,
+        artifacts=manifests_of(list(evidence.values())),
     )

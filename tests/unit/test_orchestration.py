@@ -2,6 +2,8 @@
 on valid evidence, invalidation, handoff, reviews and effect reconciliation, with no moto."""
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -178,3 +180,20 @@ def test_the_execute_workspace_is_removed_once_its_files_are_artifacts(world: Wo
     ledger = world.ledger.load(run_id)
     files = world.artifacts.get_json(next(r for r in ledger.artifacts if r.name == "test-files.json"))
     assert files  # the written tests outlive their workspace
+
+
+def test_a_workspace_a_failed_attempt_left_is_kept_until_it_expires(world: World) -> None:
+    root = world.settings.workspace_root
+    left = root / "run-00000000000000000001" / "execute"
+    (left / "pkg").mkdir(parents=True)
+    (left / "pkg" / "half_written.py").write_text("x = 1\n")
+    recent = root / "run-00000000000000000002" / "execute"
+    recent.mkdir(parents=True)
+    day_old = time.time() - world.settings.workspace_retention_s - 60
+    os.utime(left.parent, (day_old, day_old))
+
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)  # the next run's execute sweeps
+    assert not left.parent.exists()
+    assert recent.exists()  # a handed-off run's workspace stays for its person until the retention ends
+    assert not (root / run_id).exists()

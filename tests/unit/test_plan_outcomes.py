@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from agentledger.errors import StaleContextError
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.service import ReviewRequest
 from agentledger.states import DecisionKind, NextAction
+from tests.fakes.agent import InstantAgent
 from tests.fakes.world import REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 
 NOTHING_TO_TEST = '''"""Helpers without docstring examples."""
@@ -113,3 +117,22 @@ def test_a_new_plan_after_a_request_for_changes_is_not_marked_unchanged(tmp_path
     assert not [d for d in ledger.decisions if d.kind == DecisionKind.REPLAN_UNCHANGED]
     assert ledger.review is not None and ledger.review.unchanged_after is None
     assert ledger.stages["await_review"].status == StageStatus.RUNNING
+
+
+class EditedWhilePlanning(InstantAgent):
+    """A person saves a module after the tree was hashed and before the planner reads it."""
+
+    def plan(self, inventory, snapshot, brief):
+        module = next(module.path for module in inventory.modules if any(obj.examples for obj in module.objects))
+        path = snapshot.root / module
+        path.write_text(path.read_text() + "\n# saved while the plan was made\n")
+        return super().plan(inventory, snapshot, brief)
+
+
+def test_a_plan_made_from_files_that_changed_under_it_is_refused_as_stale(tmp_path: Path) -> None:
+    world = build_world(tmp_path, agent=EditedWhilePlanning())
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT)
+    with pytest.raises(StaleContextError, match="files changed while the plan was made"):
+        world.workflow.run_stage(Stage.PLAN, run_id, execution)
+    assert world.ledger.load(run_id).run.plan_digest is None

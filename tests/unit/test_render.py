@@ -279,3 +279,13 @@ def test_the_review_brief_says_when_the_planner_made_the_plan_sent_back_again() 
     brief = render.review_brief(document, "")
     assert "arn:reviewer asked for changes to this very plan: cover the unicode case" in section(brief, "Unchanged plan")
     assert "Unchanged plan" not in render.review_brief(load("run_awaiting_review.json"), "")
+
+
+def test_a_resume_after_thousands_of_changes_names_the_first_and_counts_the_rest() -> None:
+    resumed = load("resume_stale.json")
+    first = [f"data/file_{n:05}.txt" for n in range(50)]
+    resumed["assessment"] = {**resumed["assessment"], "changed_files": {"added": first},
+                             "changed_file_counts": {"added": 20_000}}
+    line = line_with(render.assessment(resumed), "Changed files:")
+    assert line.startswith("Changed files: added: data/file_00000.txt, ")
+    assert line.endswith("data/file_00049.txt and 19,950 more")

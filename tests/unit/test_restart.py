@@ -30,19 +30,19 @@ DOWNSTREAM_OF_PLAN = ["test_changes", "test_run", "approval", "summary"]
 
 
 def statuses_of(ledger: Ledger, snap: SourceSnapshot) -> dict[str, str]:
-    return {name: status.status for name, status in evaluate_evidence(ledger, snap).items()}
+    return {name: status.status for name, status in evaluate_evidence(ledger, snap, b.read_manifest).items()}
 
 
 # -- a run that nothing disturbed --------------------------------------------------------------
 def test_a_complete_ledger_against_the_same_source_is_all_valid() -> None:
     ledger, snap = b.ledger(), b.snapshot()
     assert statuses_of(ledger, snap) == {EVIDENCE_OF[stage]: VALID for stage in Stage}
-    statuses = evaluate_evidence(ledger, snap)
+    statuses = evaluate_evidence(ledger, snap, b.read_manifest)
     assert all(is_stage_valid(ledger, stage, statuses) for stage in Stage)
 
 
 def test_a_complete_ledger_against_the_same_source_is_done() -> None:
-    assessment = assess(b.ledger(), b.snapshot(), MAX_REPLANS)
+    assessment = assess(b.ledger(), b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert assessment.next == NextAction.DONE
     assert assessment.complete == ALL_STAGES
     assert assessment.invalidated == []
@@ -50,14 +50,14 @@ def test_a_complete_ledger_against_the_same_source_is_done() -> None:
 
 
 def test_evidence_is_reported_in_stage_order() -> None:
-    assessment = assess(b.ledger(), b.snapshot(), MAX_REPLANS)
+    assessment = assess(b.ledger(), b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert [e.name for e in assessment.evidence] == [EVIDENCE_OF[stage] for stage in Stage]
 
 
 # -- the source changed while the run was paused -------------------------------------------------
 def test_modifying_a_file_the_plan_read_makes_the_tree_and_the_plan_stale_naming_the_file() -> None:
     ledger, snap = b.ledger(), b.edited("calc.py", "def add(a, b):\n    return b + a\n")
-    statuses = evaluate_evidence(ledger, snap)
+    statuses = evaluate_evidence(ledger, snap, b.read_manifest)
     assert statuses["source_tree"].status == STALE
     assert "calc.py" in statuses["source_tree"].reason
     assert statuses["plan"].status == STALE
@@ -67,7 +67,7 @@ def test_modifying_a_file_the_plan_read_makes_the_tree_and_the_plan_stale_naming
 
 def test_everything_downstream_of_a_stale_plan_is_stale_because_its_upstream_is() -> None:
     ledger, snap = b.ledger(), b.edited("calc.py", "changed = True\n")
-    statuses = evaluate_evidence(ledger, snap)
+    statuses = evaluate_evidence(ledger, snap, b.read_manifest)
     for name in DOWNSTREAM_OF_PLAN:
         assert statuses[name].status == STALE, name
         assert "which is stale" in statuses[name].reason, name
@@ -76,7 +76,7 @@ def test_everything_downstream_of_a_stale_plan_is_stale_because_its_upstream_is(
 
 
 def test_modifying_a_file_the_plan_read_sends_the_run_back_to_inspect() -> None:
-    assessment = assess(b.ledger(), b.edited("calc.py", "changed = True\n"), MAX_REPLANS)
+    assessment = assess(b.ledger(), b.edited("calc.py", "changed = True\n"), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.INSPECT.value
     assert assessment.complete == []
     assert assessment.invalidated == ALL_STAGES
@@ -86,13 +86,13 @@ def test_modifying_a_file_the_plan_read_sends_the_run_back_to_inspect() -> None:
 
 def test_invalidated_lists_only_the_stages_that_were_complete() -> None:
     ledger = b.ledger(through=Stage.VERIFY)
-    assessment = assess(ledger, b.edited("calc.py", "changed = True\n"), MAX_REPLANS)
+    assessment = assess(ledger, b.edited("calc.py", "changed = True\n"), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.INSPECT.value
     assert assessment.invalidated == [Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY]
 
 
 def test_a_file_the_plan_did_not_read_makes_the_plan_stale_only_through_the_source_tree() -> None:
-    statuses = evaluate_evidence(b.ledger(), b.edited("util.py", "def helper():\n    return 2\n"))
+    statuses = evaluate_evidence(b.ledger(), b.edited("util.py", "def helper():\n    return 2\n"), b.read_manifest)
     assert statuses["source_tree"].status == STALE
     assert "util.py" in statuses["source_tree"].reason
     assert statuses["plan"].status == STALE
@@ -101,12 +101,12 @@ def test_a_file_the_plan_did_not_read_makes_the_plan_stale_only_through_the_sour
 
 def test_adding_a_file_makes_the_source_tree_stale() -> None:
     snap = b.snapshot({**b.FILES, "new_module.py": "x = 1\n"})
-    statuses = evaluate_evidence(b.ledger(), snap)
+    statuses = evaluate_evidence(b.ledger(), snap, b.read_manifest)
     assert statuses["source_tree"].status == STALE
     assert statuses["source_tree"].reason == "added: new_module.py"
     # The plan never read the new file: it is stale only because what it was built on is.
     assert statuses["plan"].reason == "depends on source_tree, which is stale"
-    assessment = assess(b.ledger(), snap, MAX_REPLANS)
+    assessment = assess(b.ledger(), snap, MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.INSPECT.value
     assert assessment.changed_files == {"added": ["new_module.py"]}
 
@@ -123,21 +123,21 @@ def test_an_added_file_alone_does_not_affect_evidence_that_does_not_read_the_tre
 
 def test_removing_a_file_is_reported_as_removed() -> None:
     snap = b.without("calc.py")
-    statuses = evaluate_evidence(b.ledger(), snap)
+    statuses = evaluate_evidence(b.ledger(), snap, b.read_manifest)
     assert statuses["source_tree"].reason == "removed: calc.py"
     assert "removed: calc.py" in statuses["plan"].reason
-    assessment = assess(b.ledger(), snap, MAX_REPLANS)
+    assessment = assess(b.ledger(), snap, MAX_REPLANS, b.read_manifest)
     assert assessment.changed_files == {"removed": ["calc.py"]}
     assert assessment.next == Stage.INSPECT.value
 
 
 def test_a_revision_change_is_reported_even_when_no_file_changed() -> None:
     snap = b.snapshot(revision="rev-2")
-    statuses = evaluate_evidence(b.ledger(), snap)
+    statuses = evaluate_evidence(b.ledger(), snap, b.read_manifest)
     assert statuses["source_tree"].status == STALE
     assert "revision moved from rev-1 to rev-2" in statuses["source_tree"].reason
     assert "revision moved from rev-1 to rev-2" in statuses["plan"].reason
-    assessment = assess(b.ledger(), snap, MAX_REPLANS)
+    assessment = assess(b.ledger(), snap, MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.INSPECT.value
     assert assessment.changed_files == {}
 
@@ -145,7 +145,7 @@ def test_a_revision_change_is_reported_even_when_no_file_changed() -> None:
 def test_several_kinds_of_change_are_all_reported() -> None:
     contents = {p: t for p, t in b.FILES.items() if p != "util.py"}
     snap = b.snapshot({**contents, "calc.py": "changed = 1\n", "new_module.py": ""})
-    assessment = assess(b.ledger(), snap, MAX_REPLANS)
+    assessment = assess(b.ledger(), snap, MAX_REPLANS, b.read_manifest)
     assert assessment.changed_files == {"modified": ["calc.py"], "added": ["new_module.py"],
                                         "removed": ["util.py"]}
 
@@ -154,13 +154,13 @@ def test_several_kinds_of_change_are_all_reported() -> None:
 def test_evidence_recorded_again_upstream_makes_downstream_stale() -> None:
     ledger, snap = b.ledger(), b.snapshot()
     ledger.evidence["plan"] = ledger.evidence["plan"].model_copy(update={"fingerprint": "sha256:plan-2"})
-    statuses = evaluate_evidence(ledger, snap)
+    statuses = evaluate_evidence(ledger, snap, b.read_manifest)
     assert statuses["source_tree"].status == VALID
     assert statuses["plan"].status == VALID
     assert statuses["test_changes"].status == STALE
     assert statuses["test_changes"].reason == "plan was recorded again since"
     assert statuses["approval"].status == STALE  # it approved the old plan
-    assessment = assess(ledger, snap, MAX_REPLANS)
+    assessment = assess(ledger, snap, MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.EXECUTE.value
     assert assessment.complete == [Stage.INSPECT, Stage.PLAN]
     assert assessment.invalidated == [Stage.EXECUTE, Stage.VERIFY, Stage.AWAIT_REVIEW, Stage.COMPLETE]
@@ -170,17 +170,17 @@ def test_evidence_recorded_again_upstream_makes_downstream_stale() -> None:
 def test_an_approval_of_an_older_test_run_is_stale() -> None:
     ledger = b.ledger()
     ledger.evidence["test_run"] = ledger.evidence["test_run"].model_copy(update={"fingerprint": "sha256:run-2"})
-    statuses = evaluate_evidence(ledger, b.snapshot())
+    statuses = evaluate_evidence(ledger, b.snapshot(), b.read_manifest)
     assert statuses["test_run"].status == VALID
     assert statuses["approval"].status == STALE
     assert "test_run was recorded again since" in statuses["approval"].reason
-    assert assess(ledger, b.snapshot(), MAX_REPLANS).next == Stage.AWAIT_REVIEW.value
+    assert assess(ledger, b.snapshot(), MAX_REPLANS, b.read_manifest).next == Stage.AWAIT_REVIEW.value
 
 
 # -- stages not done yet -------------------------------------------------------------------------
 def test_a_missing_stage_is_next_and_nothing_is_invalidated() -> None:
     ledger = b.ledger(through=Stage.PLAN)
-    assessment = assess(ledger, b.snapshot(), MAX_REPLANS)
+    assessment = assess(ledger, b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.EXECUTE.value
     assert assessment.complete == [Stage.INSPECT, Stage.PLAN]
     assert assessment.invalidated == []
@@ -190,7 +190,7 @@ def test_a_missing_stage_is_next_and_nothing_is_invalidated() -> None:
 
 def test_an_empty_ledger_starts_with_inspect() -> None:
     ledger = b.ledger(through=None)
-    assessment = assess(ledger, b.snapshot(), MAX_REPLANS)
+    assessment = assess(ledger, b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.INSPECT.value
     assert assessment.complete == []
     assert assessment.invalidated == []
@@ -201,10 +201,10 @@ def test_an_empty_ledger_starts_with_inspect() -> None:
 def test_a_stage_with_valid_evidence_but_not_complete_is_redone(status: StageStatus) -> None:
     ledger = b.ledger(through=Stage.VERIFY)
     ledger.stages["verify"] = ledger.stages["verify"].model_copy(update={"status": status})
-    statuses = evaluate_evidence(ledger, b.snapshot())
+    statuses = evaluate_evidence(ledger, b.snapshot(), b.read_manifest)
     assert statuses["test_run"].status == VALID
     assert not is_stage_valid(ledger, Stage.VERIFY, statuses)
-    assessment = assess(ledger, b.snapshot(), MAX_REPLANS)
+    assessment = assess(ledger, b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.VERIFY.value
     assert assessment.complete == [Stage.INSPECT, Stage.PLAN, Stage.EXECUTE]
     assert assessment.invalidated == []
@@ -213,17 +213,17 @@ def test_a_stage_with_valid_evidence_but_not_complete_is_redone(status: StageSta
 def test_a_complete_stage_whose_evidence_was_never_recorded_is_not_valid() -> None:
     ledger = b.ledger(through=Stage.EXECUTE)
     del ledger.evidence["test_changes"]
-    statuses = evaluate_evidence(ledger, b.snapshot())
+    statuses = evaluate_evidence(ledger, b.snapshot(), b.read_manifest)
     assert statuses["test_changes"].status == MISSING
     assert not is_stage_valid(ledger, Stage.EXECUTE, statuses)
-    assert assess(ledger, b.snapshot(), MAX_REPLANS).next == Stage.EXECUTE.value
+    assert assess(ledger, b.snapshot(), MAX_REPLANS, b.read_manifest).next == Stage.EXECUTE.value
 
 
 # -- going stale again and again -----------------------------------------------------------------
 @pytest.mark.parametrize("replans", [MAX_REPLANS, MAX_REPLANS + 3])
 def test_stale_again_after_the_replan_limit_needs_a_person(replans: int) -> None:
     snap = b.edited("calc.py", "changed = True\n")
-    assessment = assess(b.ledger(replans=replans), snap, MAX_REPLANS)
+    assessment = assess(b.ledger(replans=replans), snap, MAX_REPLANS, b.read_manifest)
     assert assessment.next == NextAction.NEEDS_PERSON
     # The person still learns what changed and what is no longer valid.
     assert assessment.invalidated == ALL_STAGES
@@ -232,17 +232,17 @@ def test_stale_again_after_the_replan_limit_needs_a_person(replans: int) -> None
 
 
 def test_stale_below_the_replan_limit_replans() -> None:
-    assessment = assess(b.ledger(replans=MAX_REPLANS - 1), b.edited("calc.py", "x = 1\n"), MAX_REPLANS)
+    assessment = assess(b.ledger(replans=MAX_REPLANS - 1), b.edited("calc.py", "x = 1\n"), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.INSPECT.value
 
 
 def test_the_replan_limit_does_not_stop_a_run_that_is_merely_unfinished() -> None:
-    assessment = assess(b.ledger(through=Stage.PLAN, replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS)
+    assessment = assess(b.ledger(through=Stage.PLAN, replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert assessment.next == Stage.EXECUTE.value
 
 
 def test_the_replan_limit_does_not_stop_a_finished_run() -> None:
-    assessment = assess(b.ledger(replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS)
+    assessment = assess(b.ledger(replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS, b.read_manifest)
     assert assessment.next == NextAction.DONE
 
 
@@ -332,7 +332,60 @@ def test_after_a_reviewer_requests_changes_the_reason_says_so_and_no_replan_boun
     reviewed = b.ledger(snap, through=Stage.AWAIT_REVIEW, replans=3)
     reviewed.stages[Stage.PLAN.value] = reviewed.stages[Stage.PLAN.value].model_copy(
         update={"status": StageStatus.INVALIDATED})
-    result = assess(reviewed, snap, max_replans=3)
+    result = assess(reviewed, snap, 3, b.read_manifest)
     assert result.next == "plan"
     assert "plan was invalidated" in result.reason
     assert "no longer valid" not in result.reason
+
+
+# -- what the ledger keeps of the files read -------------------------------------------------------
+class CountingManifests:
+    """The manifest reads an evaluation makes, counted (each is an S3 GET on AWS)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self, ref):
+        self.reads += 1
+        return b.read_manifest(ref)
+
+
+def test_no_ledger_item_lists_the_files_it_read() -> None:
+    ledger = b.ledger()
+    for evidence in ledger.evidence.values():
+        assert not [key for key in evidence.depends_on if "/" in key or key.endswith(".py")]
+
+
+def test_an_unchanged_tree_is_judged_without_reading_a_manifest() -> None:
+    manifests = CountingManifests()
+    statuses = evaluate_evidence(b.ledger(), b.snapshot(), manifests)
+    assert {status.status for status in statuses.values()} == {VALID}
+    assert manifests.reads == 0
+
+
+def test_a_changed_tree_reads_the_manifests_to_name_what_changed() -> None:
+    manifests = CountingManifests()
+    statuses = evaluate_evidence(b.ledger(), b.edited("util.py", "def helper():\n    return 2\n"), manifests)
+    assert statuses["source_tree"].reason == "modified: util.py"
+    assert statuses["plan"].reason == "depends on source_tree, which is stale"  # calc.py, all it read, is as it was
+    assert manifests.reads == 2
+
+
+def test_evidence_whose_manifest_is_gone_is_stale_and_says_why() -> None:
+    ledger = b.ledger()
+    ledger.artifacts = []
+    statuses = evaluate_evidence(ledger, b.edited("calc.py", "x = 2\n"), b.read_manifest)
+    assert statuses["source_tree"].status == STALE
+    assert "list of files it read" in statuses["source_tree"].reason
+    assert statuses["plan"].status == STALE
+
+
+def test_thousands_of_changed_files_are_named_in_bounded_space_and_counted() -> None:
+    added = {f"data/file_{n:05}.txt": f"{n}\n" for n in range(5000)}
+    snap = b.snapshot({**b.FILES, **added})
+    statuses = evaluate_evidence(b.ledger(), snap, b.read_manifest)
+    assert statuses["source_tree"].reason.endswith("data/file_00009.txt and 4,990 more")
+    assert len(statuses["source_tree"].reason) < 500
+    assessment = assess(b.ledger(), snap, MAX_REPLANS, b.read_manifest)
+    assert assessment.changed_file_counts == {"added": 5000}
+    assert len(assessment.changed_files["added"]) == 50

@@ -2,6 +2,10 @@
 local directories under the allowed roots (local runtime only). The rule is named on refusal."""
 from __future__ import annotations
 
+import hashlib
+import io
+import shutil
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -59,3 +63,63 @@ def test_a_directory_under_a_root_is_read(tmp_path: Path) -> None:
     (project / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     snapshot = resolver(tmp_path, tmp_path / "projects").snapshot(str(project))
     assert list(snapshot.files) == ["calc.py"]
+
+
+def _tarball_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in files.items():
+            info = tarfile.TarInfo(f"repo/{name}")
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+class CountingBucket:
+    """The artifact store's tarball reads, counted: what the cheap freshness signal saves."""
+
+    bucket = BUCKET
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.fetches = data, 0
+
+    def fetch_repository(self, url: str) -> bytes:
+        self.fetches += 1
+        return self.data
+
+
+def test_a_tarball_snapshotted_before_is_neither_fetched_nor_hashed_again(tmp_path: Path) -> None:
+    data = _tarball_of({"calc.py": b"def add(a, b):\n    return a + b\n"})
+    digest = hashlib.sha256(data).hexdigest()
+    bucket = CountingBucket(data)
+    sources = SourceResolver(bucket, tmp_path / "work")  # type: ignore[arg-type]
+    first = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    again = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    assert bucket.fetches == 1
+    assert again == first
+    assert first.revision == f"sha256:{digest}"
+    assert list(first.files) == ["calc.py"]
+
+
+def test_a_tarball_whose_extracted_tree_was_removed_is_fetched_again(tmp_path: Path) -> None:
+    data = _tarball_of({"calc.py": b"x = 1\n"})
+    digest = hashlib.sha256(data).hexdigest()
+    bucket = CountingBucket(data)
+    sources = SourceResolver(bucket, tmp_path / "work")  # type: ignore[arg-type]
+    first = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    shutil.rmtree(tmp_path / "work" / "sources")
+    again = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    assert bucket.fetches == 2
+    assert again.files == first.files and (again.root / "calc.py").read_bytes() == b"x = 1\n"
+
+
+def test_an_extraction_that_died_midway_is_not_taken_for_the_repository(tmp_path: Path) -> None:
+    data = _tarball_of({"calc.py": b"x = 1\n", "util.py": b"y = 2\n"})
+    digest = hashlib.sha256(data).hexdigest()
+    # What a process killed while extracting leaves: a partial tree beside the target.
+    partial = tmp_path / "work" / "sources" / f"{digest[:24]}.partial-0badf00d" / "repo"
+    partial.mkdir(parents=True)
+    (partial / "calc.py").write_bytes(b"x = 1\n")
+    snapshot = SourceResolver(CountingBucket(data), tmp_path / "work").snapshot(  # type: ignore[arg-type]
+        f"s3://{BUCKET}/{upload_key(digest)}")
+    assert sorted(snapshot.files) == ["calc.py", "util.py"]

@@ -12,11 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent.inventory import module_import_path
 from agentledger.agent.planner import GENERATED_TESTS_DIR, Plan, PlanItem
-from agentledger.agent.source import (
-    SourceSnapshot,
-    is_safe_relative_path,
-    is_skipped_dir,
-)
+from agentledger.agent.source import SourceSnapshot, is_safe_relative_path
 
 PACKAGE_MARKER = f"{GENERATED_TESTS_DIR}/__init__.py"
 CONFTEST = f"{GENERATED_TESTS_DIR}/conftest.py"
@@ -91,14 +87,21 @@ def render_test_files(plan: Plan) -> dict[str, str]:
 
 
 def apply_files(files: dict[str, str], snapshot: SourceSnapshot, workspace: str | os.PathLike[str]) -> Path:
-    """(Re)create `workspace` as the snapshot's tree plus `files`; safe to repeat after a failed attempt."""
+    """(Re)create `workspace` as the snapshot's files plus `files`; safe to repeat after a failed
+    attempt. Exactly the snapshot's files: in a git work tree, what git ignores stays out."""
     unsafe = sorted(path for path in files if not is_safe_relative_path(path))
     if unsafe:
         raise ValueError(f"generated file paths escape the workspace: {unsafe}")
     workspace = Path(workspace)
     if workspace.exists():
         shutil.rmtree(workspace)
-    shutil.copytree(snapshot.root, workspace, ignore=_skipped_dirs)
+    created: set[str] = set()
+    for relative in snapshot.files:
+        directory = os.path.join(workspace, os.path.dirname(relative))
+        if directory not in created:
+            os.makedirs(directory, exist_ok=True)
+            created.add(directory)
+        shutil.copy(os.path.join(snapshot.root, relative), os.path.join(workspace, relative))
     for path, content in files.items():
         target = workspace / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -145,6 +148,3 @@ def _examples_literal(item: PlanItem) -> str:
         return repr("\n".join(lines) + "\n")
     return f"r'''\n{text}\n    '''"
 
-
-def _skipped_dirs(directory: str, names: list[str]) -> set[str]:
-    return {name for name in names if is_skipped_dir(name) and os.path.isdir(os.path.join(directory, name))}

@@ -1,12 +1,21 @@
 """What was looked at: a content-hashed snapshot of every file of a repository (the test build
-gets exactly these files, so the snapshot covers the toolchain's files as well as the code)."""
+gets exactly these files, so the snapshot covers the toolchain's files as well as the code).
+
+In a git work tree the files are the ones git would commit: tracked, or untracked and not
+ignored. Ignored files are local output or secrets (`.env`), which a test build must not get,
+and leaving them out makes a cheap freshness signal sound: a clean work tree at a commit already
+hashed has exactly the files of that snapshot, so it is not hashed again."""
 
 from __future__ import annotations
 
 import io
 import os
+import stat
 import subprocess
 import tarfile
+import threading
+from collections import OrderedDict
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +27,9 @@ SKIPPED_DIR_NAMES = frozenset(
     {"__pycache__", ".venv", "venv", "node_modules", "build", "dist", "site-packages", "cdk.out"}
 )
 GIT_TIMEOUT_S = 30
+# Snapshots of clean commits kept for the cheap freshness check: a few repositories' worth, as a
+# warm function or `serve` sees the same few again and again.
+CLEAN_SNAPSHOTS_KEPT = 8
 
 
 class ArchiveError(ValueError):
@@ -31,6 +43,38 @@ class SourceSnapshot(BaseModel):
     revision: str
     files: dict[str, str]
 
+    @cached_property
+    def tree_digest(self) -> str:
+        """One fingerprint of every file and its content: equal trees, equal digests."""
+        return digest(self.files)
+
+
+class CleanSnapshots:
+    """Snapshots by a key that pins their content (a clean commit, a tarball's digest), most
+    recently used kept. Thread-safe: `serve` runs many functions in one process."""
+
+    def __init__(self, capacity: int = CLEAN_SNAPSHOTS_KEPT) -> None:
+        self._capacity = capacity
+        self._snapshots: OrderedDict[tuple[str, ...], SourceSnapshot] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...]) -> SourceSnapshot | None:
+        with self._lock:
+            snapshot = self._snapshots.get(key)
+            if snapshot is not None:
+                self._snapshots.move_to_end(key)
+            return snapshot
+
+    def put(self, key: tuple[str, ...], snapshot: SourceSnapshot) -> None:
+        with self._lock:
+            self._snapshots[key] = snapshot
+            self._snapshots.move_to_end(key)
+            while len(self._snapshots) > self._capacity:
+                self._snapshots.popitem(last=False)
+
+
+CLEAN_COMMITS = CleanSnapshots()
+
 
 def is_skipped_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED_DIR_NAMES or name.endswith(".egg-info")
@@ -43,10 +87,30 @@ def is_safe_relative_path(path: str) -> bool:
 
 
 def snapshot_directory(root: str | os.PathLike[str]) -> SourceSnapshot:
+    """Every file hashed, unless `root` is a clean git work tree at a commit hashed before."""
     root = Path(root).resolve()
-    files = {relative: sha256_file(root / relative) for relative in _source_files(root)}
-    revision = _git_revision(root) or "tree:" + digest(files)
-    return SourceSnapshot(root=root, revision=revision, files=files)
+    work_tree = _git_work_tree(root)
+    if work_tree is None:
+        files = _hash_files(root, _walked_files(root))
+        return SourceSnapshot(root=root, revision="tree:" + digest(files), files=files)
+    commit, tracked_changes, untracked = work_tree
+    clean_key = (str(root), commit)
+    if not tracked_changes and not untracked:
+        cached = CLEAN_COMMITS.get(clean_key)
+        if cached is not None:
+            return cached
+    listed = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    paths = _walked_files(root) if listed is None else _kept_files(root, listed.split("\0"))
+    snapshot = SourceSnapshot(root=root, revision=commit + "+dirty" if tracked_changes else commit,
+                              files=_hash_files(root, paths))
+    if not tracked_changes and not untracked:
+        CLEAN_COMMITS.put(clean_key, snapshot)
+    return snapshot
+
+
+def _hash_files(root: Path, paths: list[str]) -> dict[str, str]:
+    base = str(root)
+    return {relative: sha256_file(os.path.join(base, relative)) for relative in paths}
 
 
 def changed_files(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
@@ -55,6 +119,16 @@ def changed_files(old: dict[str, str], new: dict[str, str]) -> dict[str, list[st
         "added": sorted(new.keys() - old.keys()),
         "removed": sorted(old.keys() - new.keys()),
     }
+
+
+def named_changes(changes: dict[str, list[str]], limit: int = 10) -> str:
+    """`modified: a.py, b.py; added: c.py and 41 more`: a bounded description however many
+    files changed."""
+    described = []
+    for kind, paths in changes.items():
+        more = f" and {len(paths) - limit:,} more" if len(paths) > limit else ""
+        described.append(f"{kind}: {', '.join(paths[:limit])}{more}")
+    return "; ".join(described)
 
 
 def extract_tarball(data: bytes, into: str | os.PathLike[str]) -> Path:
@@ -79,37 +153,61 @@ def extract_tarball(data: bytes, into: str | os.PathLike[str]) -> Path:
     return into
 
 
-def _source_files(root: Path) -> list[str]:
-    """Regular files only: a symlink could point the build (or a reader) outside the repository."""
+# Regular files only: a symlink could point the build (or a reader) outside the repository.
+# (os.scandir and plain strings: pathlib's per-path overhead was most of a 20,000-file walk.)
+def _walked_files(root: Path) -> list[str]:
     sources = []
-    for directory, dir_names, file_names in os.walk(root):
-        dir_names[:] = [name for name in dir_names if not is_skipped_dir(name)]
-        base = Path(directory)
-        sources.extend((base / name).relative_to(root).as_posix() for name in file_names
-                       if (base / name).is_file() and not (base / name).is_symlink() and not name.endswith(".pyc"))
+    pending = [("", str(root))]
+    while pending:
+        prefix, directory = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if not is_skipped_dir(entry.name):
+                        pending.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.is_file(follow_symlinks=False) and not entry.name.endswith(".pyc"):
+                    sources.append(prefix + entry.name)
     return sorted(sources)
+
+
+def _kept_files(root: Path, listed: list[str]) -> list[str]:
+    """Of the files git lists, those a walk would keep too (the same skipped directories)."""
+    kept = []
+    base = str(root)
+    for relative in listed:
+        directories = relative.split("/")[:-1]
+        if not relative or relative.endswith(".pyc") or any(is_skipped_dir(name) for name in directories):
+            continue
+        try:
+            mode = os.lstat(os.path.join(base, relative)).st_mode
+        except OSError:  # listed by git, deleted from the work tree
+            continue
+        if stat.S_ISREG(mode):
+            kept.append(relative)
+    return sorted(kept)
 
 
 def _git(root: Path, *args: str) -> str | None:
     try:
         result = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+            ["git", *args], cwd=root, capture_output=True, text=True, errors="surrogateescape",
+            timeout=GIT_TIMEOUT_S
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def _git_revision(root: Path) -> str | None:
-    # Only a repository rooted exactly here: a directory nested in some other work tree
-    # (say, a scratch dir inside a checkout) would otherwise borrow that tree's commit.
+def _git_work_tree(root: Path) -> tuple[str, bool, bool] | None:
+    """(HEAD commit, tracked files changed, untracked files present) of a work tree rooted
+    exactly at `root`: a directory nested in some other work tree (say, a scratch dir inside a
+    checkout) would otherwise borrow that tree's commit and its ignore rules."""
     top_level = _git(root, "rev-parse", "--show-toplevel")
     if top_level is None or Path(top_level).resolve() != root:
         return None
     commit = _git(root, "rev-parse", "HEAD")
-    if commit is None:
+    status = _git(root, "status", "--porcelain", "--untracked-files=all")
+    if commit is None or status is None:
         return None
-    changes = _git(root, "status", "--porcelain", "--untracked-files=no")
-    if changes is None:
-        return None
-    return commit + "+dirty" if changes else commit
+    lines = status.splitlines()
+    return commit, any(not line.startswith("??") for line in lines), any(line.startswith("??") for line in lines)

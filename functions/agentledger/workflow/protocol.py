@@ -51,7 +51,7 @@ class Workflow:
         ledger = self.ledger.load(run_id)
         _require_owner(ledger.run, execution)
         snapshot = self.sources.snapshot(ledger.run.repository)
-        assessment = assess(ledger, snapshot, self.settings.max_replans)
+        assessment = assess(ledger, snapshot, self.settings.max_replans, self.artifacts.read_manifest)
         run = invalidate(self.ledger, ledger, assessment, execution, self.metrics)
         decision = new_decision(DecisionKind.ASSESSMENT, assessment.reason, assessment.model_dump(mode="json"), execution)
         if assessment.next == NextAction.NEEDS_PERSON:
@@ -70,7 +70,7 @@ class Workflow:
         ledger = self.ledger.load(run_id)
         _require_owner(ledger.run, execution)
         snapshot = self.sources.snapshot(ledger.run.repository)
-        statuses = evaluate_evidence(ledger, snapshot)
+        statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
         if is_stage_valid(ledger, stage, statuses):
             if stage == Stage.AWAIT_REVIEW and task_token and ledger.review is not None:
                 # Approved while this task was being retried: keep the decision, hand the review
@@ -80,8 +80,8 @@ class Workflow:
             # The ledger holds this stage's commit and the handler has not returned yet.
             faults.reach(run_id, stage, "after_commit", execution)
             return self._outcome(ledger.run, stage, skipped=True)
-        require_fresh_upstream(self.ledger, ledger, snapshot, statuses, stage, execution, self.settings.max_replans,
-                               self.metrics)
+        require_fresh_upstream(self.ledger, ledger, snapshot, self.artifacts.read_manifest, statuses, stage, execution,
+                               self.settings.max_replans, self.metrics)
 
         previous = ledger.stages.get(stage.value)
         if _is_poll(previous, execution, ledger, stage):
@@ -133,7 +133,7 @@ class Workflow:
     def keep_reviews_alive(self) -> dict[str, int]:
         if self.executions is None:
             raise RuntimeError("the review keeper needs STATE_MACHINE_ARN")
-        keeper = ReviewKeeper(self.ledger, self.sources, self.executions, self.metrics, self.settings.max_replans)
+        keeper = ReviewKeeper(self.ledger, self.artifacts, self.sources, self.executions, self.metrics, self.settings.max_replans)
         return keeper.keep_reviews_alive()
 
     def classify(self, run_id: str, execution: str, error: dict[str, Any],

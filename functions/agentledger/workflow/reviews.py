@@ -7,16 +7,17 @@ from typing import Any
 from .. import metric_names
 from ..freshness import invalidate, review_still_holds
 from ..models import Ledger, RunStatus, utc_now
-from ..ports import ExecutionPort, LedgerPort, MetricSink, SourcePort
+from ..ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from ..restart import assess, evaluate_evidence
 from ..states import Verdict
 from .handoff import seconds_between
 
 
 class ReviewKeeper:
-    def __init__(self, ledger: LedgerPort, sources: SourcePort, executions: ExecutionPort, metrics: MetricSink,
-                 max_replans: int) -> None:
+    def __init__(self, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort, executions: ExecutionPort,
+                 metrics: MetricSink, max_replans: int) -> None:
         self.ledger = ledger
+        self.artifacts = artifacts
         self.sources = sources
         self.executions = executions
         self.metrics = metrics
@@ -45,9 +46,9 @@ class ReviewKeeper:
             self.executions.succeed_task(review.task_token, review_output(ledger))
             return "approvals_redelivered"
         snapshot = self.sources.snapshot(ledger.run.repository)
-        statuses = evaluate_evidence(ledger, snapshot)
+        statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
         if not review_still_holds(ledger, statuses):
-            assessment = assess(ledger, snapshot, self.max_replans, statuses)
+            assessment = assess(ledger, snapshot, self.max_replans, self.artifacts.read_manifest, statuses)
             invalidate(self.ledger, ledger, assessment, review.execution, self.metrics)
             self.executions.fail_task(review.task_token, "StaleContextError", assessment.reason)
             return "stale_failed"

@@ -12,12 +12,7 @@ from ..agent import Agent, Execution, Inventory, ModelCall, Plan, PlanBrief, Pla
 from ..agent.source import SourceSnapshot
 from ..config import Settings
 from ..errors import StaleContextError
-from ..evidence import (
-    EVIDENCE_OF,
-    file_dependencies,
-    source_dependencies,
-    stage_evidence,
-)
+from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
 from ..fingerprints import digest
 from ..ledger import new_decision
 from ..models import (
@@ -34,6 +29,7 @@ from ..models import (
     StageStatus,
 )
 from ..states import DecisionKind, Verdict
+from ..workspaces import execute_workspace, expire_workspaces
 from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from .verification import TestBuilds
 
@@ -93,9 +89,10 @@ class StageWork:
     def inspect(self, ctx: StageContext) -> StageResult:
         inventory = self.agent.inspect(ctx.snapshot)
         ref = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "inventory.json", inventory.model_dump(mode="json"))
+        manifest = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "source-manifest.json", ctx.snapshot.files)
         evidence = stage_evidence(Stage.INSPECT, digest({"revision": ctx.snapshot.revision, "files": ctx.snapshot.files}),
-                                  ctx.ledger, source_dependencies(ctx.snapshot))
-        return StageResult([ref], evidence, changes={"revision": ctx.snapshot.revision})
+                                  ctx.ledger, file_reads(ctx.snapshot.files, ctx.snapshot, manifest))
+        return StageResult([ref, manifest], evidence, changes={"revision": ctx.snapshot.revision})
 
     def plan(self, ctx: StageContext) -> StageResult:
         inventory = Inventory.model_validate(
@@ -109,9 +106,15 @@ class StageWork:
             # The calls that led here are what a person needs to see: kept, then handed over.
             calls = self._record_model_calls(ctx.run.run_id, unusable.calls)
             return StageResult([ref for ref, _ in calls], None, stage_status=StageStatus.FAILED, failure=unusable)
+        changed_meanwhile = sorted(path for path, sha in plan.files_read.items() if ctx.snapshot.files.get(path) != sha)
+        if changed_meanwhile:
+            # What the plan read must be the tree its evidence names, or the cheap freshness
+            # check (the tree's digest is unchanged) would vouch for bytes nobody hashed.
+            raise StaleContextError(f"files changed while the plan was made: {', '.join(changed_meanwhile[:10])}")
         calls = self._record_model_calls(ctx.run.run_id, plan.model_calls)
         ref = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "plan.json", plan.approved_content())
-        reads = {"revision": ctx.snapshot.revision, **file_dependencies(plan.files_read),
+        read = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "files-read.json", plan.files_read)
+        reads = {**file_reads(plan.files_read, ctx.snapshot, read),
                  **{f"model_call:{call_ref.name}": call_ref.sha256 for call_ref, _ in calls}}
         evidence = stage_evidence(Stage.PLAN, plan.digest(), ctx.ledger, reads)
         records: list[Record] = []
@@ -125,7 +128,7 @@ class StageWork:
             outcome = RunOutcome.CHANGES_PROPOSED
         else:
             outcome = RunOutcome.EMPTY_PLAN_REVIEWED if self.settings.review_empty_plans else RunOutcome.NOTHING_TO_DO
-        return StageResult([*(call_ref for call_ref, _ in calls), ref], evidence,
+        return StageResult([*(call_ref for call_ref, _ in calls), ref, read], evidence,
                            changes={"plan_digest": plan.digest(), "outcome": outcome}, records=records)
 
     def _record_model_calls(self, run_id: str, calls: list[ModelCall]) -> list[tuple[ArtifactRef, ModelCall]]:
@@ -142,7 +145,8 @@ class StageWork:
 
     def execute(self, ctx: StageContext) -> StageResult:
         plan = Plan.model_validate(self.artifacts.get_json(committed_output(ctx.ledger, Stage.PLAN, "plan.json")))
-        workspace = self.settings.workspace_root / ctx.run.run_id / "execute"
+        expire_workspaces(self.settings.workspace_root, self.settings.workspace_retention_s)
+        workspace = execute_workspace(self.settings.workspace_root, ctx.run.run_id)
         execution: Execution = self.agent.execute(plan, ctx.snapshot, workspace)
         run_id = ctx.run.run_id
         refs = [
@@ -150,8 +154,8 @@ class StageWork:
             self.artifacts.put_text(run_id, Stage.EXECUTE, "changes.diff", execution.diff, "text/x-diff"),
         ]
         # What the workspace holds is in the artifacts now; an attempt that failed leaves its
-        # workspace for the person it is handed to.
-        shutil.rmtree(workspace, ignore_errors=True)
+        # workspace for the person it is handed to, until it expires.
+        shutil.rmtree(workspace.parent, ignore_errors=True)
         return StageResult(refs, stage_evidence(Stage.EXECUTE, digest(execution.files), ctx.ledger))
 
     def verify(self, ctx: StageContext) -> StageResult:

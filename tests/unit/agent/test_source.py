@@ -54,6 +54,41 @@ def test_revision_in_git_is_the_commit_and_marks_edits_to_tracked_files(tmp_path
     assert snapshot_directory(repo).revision == commit + "+dirty"
 
 
+def test_a_clean_work_tree_at_a_commit_hashed_before_is_not_hashed_again(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    commit = make_git_repo(repo)
+    first = snapshot_directory(repo)
+    assert snapshot_directory(repo) is first  # the cheap signal: same commit, nothing changed
+
+    write(repo, "pkg/calc.py", "def add(a, b):\n    return a - b\n")
+    edited = snapshot_directory(repo)
+    assert edited.revision == commit + "+dirty"
+    assert edited.files["pkg/calc.py"] != first.files["pkg/calc.py"]
+
+
+def test_an_untracked_file_is_part_of_the_tree_and_is_always_hashed(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    make_git_repo(repo)
+    first = snapshot_directory(repo)
+    write(repo, "notes/new_module.py", "x = 1\n")
+    with_new = snapshot_directory(repo)
+    assert "notes/new_module.py" in with_new.files
+    write(repo, "notes/new_module.py", "x = 2\n")
+    assert snapshot_directory(repo).files["notes/new_module.py"] != with_new.files["notes/new_module.py"]
+    assert with_new.tree_digest != first.tree_digest
+
+
+def test_files_git_ignores_are_not_part_of_a_work_tree(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    write(repo, ".gitignore", ".env\nlocal-data/\n")
+    make_git_repo(repo)
+    write(repo, ".env", "TOKEN=secret\n")
+    write(repo, "local-data/big.csv", "1,2\n")
+    files = snapshot_directory(repo).files
+    assert ".env" not in files and "local-data/big.csv" not in files
+    assert ".gitignore" in files and "pkg/calc.py" in files
+
+
 def test_a_directory_nested_in_a_git_work_tree_does_not_borrow_its_commit(tmp_path):
     outer = make_sample_repo(tmp_path / "outer")
     make_git_repo(outer)
