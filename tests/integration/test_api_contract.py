@@ -9,11 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 import requests
 import schemathesis
 
+from agentledger.ledger import LedgerStore, new_decision
+from agentledger.states import DecisionKind
 from infra.local.principals import write_profiles
+from infra.local.runtime import REGION
 from infra.local.server import MAX_BODY_BYTES, LocalApiServer
 from tests.samples import write_sample_repository
 from tests.signing import SignedBy
@@ -195,3 +199,20 @@ def test_each_status_a_route_documents_is_what_it_answers_with_the_documented_bo
         assert response.headers["Content-Type"].startswith("application/json")
         operation.validate_response(response)
         assert "Traceback" not in response.text
+
+
+def test_a_record_the_api_cannot_show_is_a_500_with_the_documented_body_not_a_400(
+        api: Api, document: dict[str, Any], runtime) -> None:
+    # pydantic's ValidationError is a ValueError, which the API otherwise answers as the caller's 400.
+    driver = Driver(runtime)
+    run_id = driver.start(_directory(api.repositories / "corrupted"), crash="inspect:before_work")
+    assert driver.wait(run_id)["run"]["status"] == "needs_person"
+    ledger = LedgerStore(runtime.output("LedgerTableName"), boto3.resource("dynamodb", region_name=REGION))
+    ledger.write(ledger.get_run(run_id), reason="a handoff record of another shape",
+                 records=[new_decision(DecisionKind.HANDOFF, "handed off", {"kind": ["not", "a", "handoff"]})])
+
+    response = api.send("GET", f"/runs/{run_id}", signed_by=OPERATOR)
+
+    assert response.status_code == 500, response.text
+    schemathesis.openapi.from_dict(document)["/runs/{run_id}"]["GET"].validate_response(response)
+    assert response.json()["message"] == "internal error; the request id is in the logs"
