@@ -29,8 +29,7 @@ def total(values):
 def write_large_repository(root: Path, files: int) -> Path:
     (root / "bulk").mkdir(parents=True)
     (root / "bulk" / "__init__.py").write_text(MODULE)
-    (root / "pyproject.toml").write_text('[project]\nname = "bulk"\nversion = "0.1.0"\n\n'
-                                         '[tool.setuptools]\npackages = ["bulk"]\n')
+    (root / "README.md").write_text("Many records, one helper.\n")
     for number in range(files - 2):
         directory = root / "data" / f"part_{number // 500:03}"
         directory.mkdir(parents=True, exist_ok=True)
