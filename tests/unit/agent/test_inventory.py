@@ -94,3 +94,22 @@ def test_a_name_only_in_a_test_comment_does_not_count(tmp_path):
     write(repo, "calc.py", "def add(a, b):\n    return a + b\n")
     write(repo, "tests/test_other.py", "# add: TODO\ndef test_nothing():\n    pass\n")
     assert inspect_repository(snapshot_directory(repo)).untested == ["calc.py::add"]
+
+
+def test_inspecting_again_after_an_edit_describes_the_edited_content(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    before = inspect_repository(snapshot_directory(repo))
+    write(repo, "pkg/extra.py", '"""Extra."""\n\n\ndef triple(x):\n    """\n    >>> triple(2)\n    6\n    """\n    return 3 * x\n')
+    after = inspect_repository(snapshot_directory(repo))
+    assert "pkg/extra.py::triple" in after.untested and "pkg/extra.py::triple" not in before.untested
+    write(repo, "pkg/extra.py", '"""Extra, now without functions."""\n')
+    assert "pkg/extra.py::triple" not in inspect_repository(snapshot_directory(repo)).untested
+
+
+def test_the_same_content_as_a_test_and_as_a_module_is_analysed_for_each_role(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    user = "from pkg.calc import add\n\n\ndef use():\n    return add(1, 2)\n"
+    write(repo, "pkg/user.py", user)  # a module that calls add: not a test
+    assert "pkg/calc.py::add" in inspect_repository(snapshot_directory(repo)).untested
+    write(repo, "tests/test_user.py", user)  # the same bytes as a test file: add is tested now
+    assert "pkg/calc.py::add" not in inspect_repository(snapshot_directory(repo)).untested
