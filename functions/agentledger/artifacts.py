@@ -131,6 +131,16 @@ class ArtifactStore(ContentAddressedArtifacts):
         except self._s3.exceptions.NoSuchKey:
             return None
 
+    def has_repository(self, url: str) -> bool:
+        bucket, _, key = url.removeprefix("s3://").partition("/")
+        try:
+            self._s3.head_object(Bucket=bucket, Key=key)
+        except self._s3.exceptions.ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
     def fetch_repository(self, url: str) -> bytes:
         """Bytes of a repository tarball at s3://bucket/key."""
         bucket, _, key = url.removeprefix("s3://").partition("/")

@@ -104,6 +104,9 @@ class BuildPort(Protocol):
 class SourcePort(Protocol):
     def snapshot(self, repository: str) -> SourceSnapshot: ...
 
+    def revision(self, repository: str) -> str:
+        """What `snapshot(repository).revision` would be, without hashing the tree where avoidable."""
+
 
 class MetricSink(Protocol):
     def count(self, name: str, value: float = 1) -> None: ...

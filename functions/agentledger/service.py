@@ -37,6 +37,7 @@ from .models import (
     StageStatus,
     utc_now,
 )
+from .agent.source import SourceSnapshot
 from .cursors import CursorSeal
 from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
@@ -223,15 +224,15 @@ class RunService:
     def create(self, body: CreateRunRequest, idempotency_key: str | None, actor: str) -> dict[str, Any]:
         run_id = run_id_for(idempotency_key)
         try:
-            snapshot = self.sources.snapshot(body.repository)
+            revision = self.sources.revision(body.repository)
         except RepositoryNotAllowedError as error:
             raise RepositoryRejectedError(str(error)) from error
         except Exception as error:  # noqa: BLE001 — any reason the source cannot be read is the caller's to fix
             raise RepositoryRejectedError(f"repository {body.repository!r} cannot be read: {error}") from error
-        if body.revision and body.revision not in (snapshot.revision, snapshot.revision.removesuffix("+dirty")):
-            raise RepositoryRejectedError(f"repository is at {snapshot.revision}, not the requested {body.revision}")
+        if body.revision and body.revision not in (revision, revision.removesuffix("+dirty")):
+            raise RepositoryRejectedError(f"repository is at {revision}, not the requested {body.revision}")
         name = start_execution_name(run_id)
-        run = Run(run_id=run_id, request=body.request, repository=body.repository, revision=snapshot.revision,
+        run = Run(run_id=run_id, request=body.request, repository=body.repository, revision=revision,
                   environment=body.environment, requested_by=actor, active_execution=name, executions=[name])
         created = new_decision(DecisionKind.CREATED, "run requested",
                                {"request": body.model_dump(mode="json"), "body_digest": digest(body.model_dump(mode="json"))},
@@ -325,7 +326,7 @@ class RunService:
         if body.plan_digest != review.plan_digest:
             raise ReviewRejectedError(
                 f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
-        snapshot = self.sources.snapshot(run.repository)
+        snapshot = self._current_snapshot(run)
         statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
         if not review_still_holds(ledger, statuses):
             self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans,
@@ -383,6 +384,15 @@ class RunService:
         raise ReviewRejectedError(f"the plan is stale and was not approved: {why}")
 
     # -- resume ----------------------------------------------------------------------------
+    def _current_snapshot(self, run: Run) -> SourceSnapshot:
+        """The run's repository as it is now. Nothing can be judged fresh without it, so a
+        repository that cannot be read any more (moved, deleted, expired) is a conflict to fix."""
+        try:
+            return self.sources.snapshot(run.repository)
+        except Exception as error:  # noqa: BLE001 — whatever stops the source being read, the caller must restore it
+            raise RunConflictError(f"run {run.run_id}'s repository {run.repository} cannot be read ({error}); "
+                                   "restore it, then try again") from error
+
     def resume(self, run_id: str, actor: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         run = ledger.run
@@ -399,8 +409,7 @@ class RunService:
                 return earlier
         number = run.resumes + 1
         name = resume_execution_name(run_id, number)
-        assessment = assess(ledger, self.sources.snapshot(run.repository), self.settings.max_replans,
-                            self.artifacts.read_manifest)
+        assessment = assess(ledger, self._current_snapshot(run), self.settings.max_replans, self.artifacts.read_manifest)
         response = ResumeOutcome(run_id=run_id, execution=name, assessment=assessment).model_dump(mode="json")
         decision = new_decision(DecisionKind.RESUME, assessment.reason, response, actor=actor)
         try:

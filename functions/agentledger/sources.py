@@ -9,7 +9,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from .agent.source import CleanSnapshots, SourceSnapshot, extract_tarball, snapshot_directory
+from .agent.source import CleanSnapshots, SourceSnapshot, directory_revision, extract_tarball, snapshot_directory
 from .artifacts import ArtifactStore
 from .errors import LedgerError, RepositoryNotAllowedError
 from .fingerprints import sha256_bytes
@@ -44,6 +44,20 @@ class SourceResolver:
         if not root.is_dir():
             raise RepositoryUnavailableError(f"repository path {repository} is not a directory on this machine")
         return snapshot_directory(root)
+
+    def revision(self, repository: str) -> str:
+        """The revision a snapshot would pin, as cheaply as it can be known: a tarball's is the
+        sha256 its key names (the object need only exist), a git work tree's its commit. What a
+        request waits for stays small however large the repository."""
+        self.check_allowed(repository)
+        if repository.startswith("s3://"):
+            if not self._artifacts.has_repository(repository):
+                raise RepositoryUnavailableError(f"no tarball at {repository}; upload it first (POST /uploads)")
+            return "sha256:" + repository.rsplit("/", 1)[1].removesuffix(".tar.gz")
+        root = Path(repository).resolve()
+        if not root.is_dir():
+            raise RepositoryUnavailableError(f"repository path {repository} is not a directory on this machine")
+        return directory_revision(root)
 
     def check_allowed(self, repository: str) -> None:
         if repository.startswith("s3://"):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentledger.agent.source import SourceSnapshot, snapshot_directory
+from agentledger.agent.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.artifacts import ContentAddressedArtifacts, run_prefix
 from agentledger.errors import (
     ConcurrentModificationError,
@@ -143,6 +143,11 @@ class DirectorySources:
 
     def snapshot(self, repository: str) -> SourceSnapshot:
         return snapshot_directory(Path(repository))
+
+    def revision(self, repository: str) -> str:
+        if not Path(repository).is_dir():
+            raise FileNotFoundError(f"{repository} is not a directory")
+        return directory_revision(repository)
 
 
 @dataclass

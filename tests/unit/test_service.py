@@ -95,6 +95,25 @@ def test_a_run_whose_execution_died_while_running_is_resumed_once(world: World) 
     assert world.executions.started[first["execution"]] == 2 and world.ledger.get_run(run_id).resumes == 1
 
 
+def test_a_review_of_a_run_whose_repository_is_gone_is_refused_saying_why(world: World) -> None:
+    run_id, _ = world.to_review()
+    digest = world.ledger.get_run(run_id).plan_digest
+    world.repo.rename(world.repo.with_name("moved-away"))
+    with pytest.raises(RunConflictError, match="cannot be read .*restore it"):
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REVIEWER)
+    assert world.ledger.load(run_id).review.decision is None
+
+
+def test_a_resume_of_a_run_whose_repository_is_gone_is_refused_saying_why(world: World) -> None:
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT)
+    world.executions.statuses[execution] = "FAILED"
+    world.repo.rename(world.repo.with_name("moved-away"))
+    with pytest.raises(RunConflictError, match="cannot be read .*restore it"):
+        world.service.resume(run_id, OPERATOR)
+    assert world.ledger.get_run(run_id).resumes == 0
+
+
 def test_the_view_shows_evidence_status_links_and_the_handoff_but_not_the_task_token(world: World) -> None:
     run_id, execution = world.to_review()
     view = world.service.view(run_id)

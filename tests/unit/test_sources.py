@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentledger.errors import RepositoryNotAllowedError
-from agentledger.sources import SourceResolver, upload_key
+from agentledger.sources import RepositoryUnavailableError, SourceResolver, upload_key
 
 pytestmark = pytest.mark.unit
 BUCKET = "stack-artifacts"
@@ -123,3 +123,27 @@ def test_an_extraction_that_died_midway_is_not_taken_for_the_repository(tmp_path
     snapshot = SourceResolver(CountingBucket(data), tmp_path / "work").snapshot(  # type: ignore[arg-type]
         f"s3://{BUCKET}/{upload_key(digest)}")
     assert sorted(snapshot.files) == ["calc.py", "util.py"]
+
+
+class UploadedBucket(CountingBucket):
+    def __init__(self, data: bytes, uploaded: set[str]) -> None:
+        super().__init__(data)
+        self.uploaded = uploaded
+
+    def has_repository(self, url: str) -> bool:
+        return url in self.uploaded
+
+
+def test_a_tarballs_revision_is_the_digest_its_key_names_without_fetching_it(tmp_path: Path) -> None:
+    data = _tarball_of({"calc.py": b"x = 1\n"})
+    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest())}"
+    bucket = UploadedBucket(data, {url})
+    sources = SourceResolver(bucket, tmp_path / "work")  # type: ignore[arg-type]
+    assert sources.revision(url) == f"sha256:{hashlib.sha256(data).hexdigest()}" == sources.snapshot(url).revision
+    assert bucket.fetches == 1  # by the snapshot; the revision only asked whether it exists
+
+
+def test_the_revision_of_a_tarball_never_uploaded_names_the_upload(tmp_path: Path) -> None:
+    sources = SourceResolver(UploadedBucket(b"", set()), tmp_path / "work")  # type: ignore[arg-type]
+    with pytest.raises(RepositoryUnavailableError, match="upload it first"):
+        sources.revision(f"s3://{BUCKET}/{upload_key(DIGEST)}")

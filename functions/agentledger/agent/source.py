@@ -108,6 +108,15 @@ def snapshot_directory(root: str | os.PathLike[str]) -> SourceSnapshot:
     return snapshot
 
 
+def directory_revision(root: str | os.PathLike[str]) -> str:
+    """The revision `snapshot_directory` would pin, without hashing a git work tree."""
+    work_tree = _git_work_tree(Path(root).resolve())
+    if work_tree is None:
+        return snapshot_directory(root).revision
+    commit, tracked_changes, _ = work_tree
+    return commit + "+dirty" if tracked_changes else commit
+
+
 def _hash_files(root: Path, paths: list[str]) -> dict[str, str]:
     base = str(root)
     return {relative: sha256_file(os.path.join(base, relative)) for relative in paths}

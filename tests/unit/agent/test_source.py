@@ -7,6 +7,7 @@ import tarfile
 import pytest
 
 from agentledger.agent import ArchiveError, changed_files, extract_tarball, snapshot_directory
+from agentledger.agent.source import directory_revision
 from agentledger.fingerprints import digest
 
 from .samples import make_git_repo, make_sample_repo, write
@@ -164,3 +165,12 @@ def test_extract_refuses_members_that_escape(tmp_path, member):
 def test_extract_refuses_data_that_is_not_a_tarball(tmp_path):
     with pytest.raises(ArchiveError):
         extract_tarball(b"not a tarball", tmp_path)
+
+
+def test_the_revision_of_a_work_tree_is_known_without_hashing_it(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    assert directory_revision(repo) == snapshot_directory(repo).revision  # outside git: the tree's digest
+    commit = make_git_repo(repo)
+    assert directory_revision(repo) == commit
+    write(repo, "pkg/calc.py", "changed = True\n")
+    assert directory_revision(repo) == snapshot_directory(repo).revision == commit + "+dirty"
