@@ -88,27 +88,28 @@ class CountingBucket:
         return self.data
 
 
-def test_a_tarball_snapshotted_before_is_neither_fetched_nor_hashed_again(tmp_path: Path) -> None:
-    data = _tarball_of({"calc.py": b"def add(a, b):\n    return a + b\n"})
-    digest = hashlib.sha256(data).hexdigest()
+def _uploaded(tmp_path: Path, files: dict[str, bytes]) -> tuple[SourceResolver, CountingBucket, str]:
+    data = _tarball_of(files)
     bucket = CountingBucket(data)
-    sources = SourceResolver(bucket, tmp_path / "work")  # type: ignore[arg-type]
-    first = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
-    again = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest())}"
+    return SourceResolver(bucket, tmp_path / "work"), bucket, url  # type: ignore[arg-type]
+
+
+def test_a_tarball_snapshotted_before_is_neither_fetched_nor_hashed_again(tmp_path: Path) -> None:
+    sources, bucket, url = _uploaded(tmp_path, {"calc.py": b"def add(a, b):\n    return a + b\n"})
+    first = sources.snapshot(url)
+    again = sources.snapshot(url)
     assert bucket.fetches == 1
     assert again == first
-    assert first.revision == f"sha256:{digest}"
+    assert first.revision == f"sha256:{hashlib.sha256(bucket.data).hexdigest()}"
     assert list(first.files) == ["calc.py"]
 
 
 def test_a_tarball_whose_extracted_tree_was_removed_is_fetched_again(tmp_path: Path) -> None:
-    data = _tarball_of({"calc.py": b"x = 1\n"})
-    digest = hashlib.sha256(data).hexdigest()
-    bucket = CountingBucket(data)
-    sources = SourceResolver(bucket, tmp_path / "work")  # type: ignore[arg-type]
-    first = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    sources, bucket, url = _uploaded(tmp_path, {"calc.py": b"x = 1\n"})
+    first = sources.snapshot(url)
     shutil.rmtree(tmp_path / "work" / "sources")
-    again = sources.snapshot(f"s3://{BUCKET}/{upload_key(digest)}")
+    again = sources.snapshot(url)
     assert bucket.fetches == 2
     assert again.files == first.files and (again.root / "calc.py").read_bytes() == b"x = 1\n"
 
