@@ -115,17 +115,17 @@ class Phase:
 
 
 # In the order they run: (b) first, so its first run is the first after deploy (every function
-# cold), and (c) replays (b)'s warm run; the largest repository (d) near the end, so the memory it
-# leaves resident does not weigh on the timings before it.
+# cold), and (c) replays (b)'s warm run; the concurrent runs (e) last, since what they leave running
+# at their deadline (stage work, test builds) would weigh on any phase after them.
 PHASES = (
     Phase("requests", "b", "(b) AWS requests per run", (aws_requests.goal(REQUESTS_TARGET),), measure_requests),
     Phase("engine", "c", "(c) The engine alone against agentledger", (), measure_engine),
     Phase("restarts", "a", "(a) Restart against starting over", (restarts.goal(RESUME_TARGET),), measure_restarts),
-    Phase("concurrency", "e", "(e) Concurrent runs", (concurrency.goal(CONCURRENT_RUNS),), measure_concurrency),
     Phase("scale", "d", "(d) A full run on generated repositories", scale.goals(LARGEST_REPOSITORY, INSPECT_TARGET_S),
           measure_scale),
     Phase("imports", "f", "(f) Cold import of each handler module", (imports.goal(CLI_IMPORT_TARGET_S),),
           measure_imports),
+    Phase("concurrency", "e", "(e) Concurrent runs", (concurrency.goal(CONCURRENT_RUNS),), measure_concurrency),
 )
 DEPENDS_ON = {"engine": "requests"}  # (c) replays the run (b) measured
 

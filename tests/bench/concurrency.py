@@ -32,7 +32,7 @@ from .client import (
 )
 from .report import Table, Target, progress
 
-TIMEOUT_S = 300  # from the first POST /runs until every run must wait for review
+TIMEOUT_S = 480  # from the first POST /runs until every run must wait for review
 POLL_S = 1.0  # watching 50 runs: a look a second is plenty, and leaves the stack its process
 
 
@@ -74,6 +74,12 @@ def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> M
     progress(f"  {len(run_ids)} of {runs} runs started in {started_s:.1f}s; waiting for review")
     remaining_s = max(0.0, TIMEOUT_S - started_s)
     stopped = client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, remaining_s, poll_s=POLL_S)
+    # Runs still going at the deadline are stopped first, so reading the ledger back does not wait
+    # behind their work.
+    still_going = set(run_ids) - set(stopped)
+    for run in client.listed([RUNNING]):
+        if run["run_id"] in still_going:
+            client.stop_execution(run["active_execution"])
     lost = doubled = retried = 0
     handoffs: Counter[str] = Counter()
     for run_id in run_ids:
@@ -84,8 +90,6 @@ def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> M
         reason = handoff_reason(view, with_message=False)
         if reason:
             handoffs[reason] += 1
-        if view["run"]["status"] == RUNNING:
-            client.stop_execution(view["run"]["active_execution"])
     return Measured(
         runs=runs, started_s=started_s, refused=refused, start_retries=client.start_retries - retries_before,
         to_review_s=[seconds_until(run, started) for run in stopped.values() if run["status"] == AWAITING_REVIEW],
