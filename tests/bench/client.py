@@ -65,9 +65,13 @@ def handoff_reason(view: Mapping[str, Any], with_message: bool = True) -> str | 
 def build_seconds(view: Mapping[str, Any], execution: str | None = None) -> float:
     """How long the viewed run's test builds (those of `execution`, if named) took, from their
     start to their results in the ledger."""
-    return sum((datetime.fromisoformat(build["finished_at"]) - datetime.fromisoformat(build["created_at"])).total_seconds()
-               for build in view["test_runs"].values()
-               if build.get("finished_at") and execution in (None, build.get("execution")))
+    builds = [build for build in view["test_runs"].values()
+              if build.get("finished_at") and execution in (None, build.get("execution"))]
+    return sum(_seconds_between(build["created_at"], build["finished_at"]) for build in builds)
+
+
+def _seconds_between(earlier: str, later: str) -> float:
+    return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
 
 @dataclass(frozen=True)

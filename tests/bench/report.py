@@ -25,8 +25,8 @@ def progress(message: str) -> None:
 
 @dataclass(frozen=True)
 class Target:
-    """`goal` in words (`<= 0.05x fresh`); `met` is None when the figure could not be measured
-    at the size the target names (a quick bench, a phase that crashed)."""
+    """`goal` in words (`<= 0.05x fresh`); `met` is None when the bench did not measure at the
+    size the target names (`--quick`)."""
     goal: str
     met: bool | None
 

@@ -2,13 +2,14 @@
 
 Every botocore client in this process gets a `before-send` hook, registered in botocore's built-in
 handlers before the local stack creates any session, so the clients the handlers, Powertools'
-idempotency layer and its parameters utility create all have it. `before-send` fires once per HTTP attempt, retries included, with the request as it would go
-on the wire; moto answers it after the hook has seen it. A request is a function's when it is sent
-inside a Lambda invocation, which the local runtime marks as AWS does: the function's environment,
-with `AWS_LAMBDA_FUNCTION_NAME`, is in place for exactly the duration of the handler. What the
-bench sends only to watch a run (listing runs, reading one) is sent under `excluded()`. A
-`lambda:Invoke` sent outside any function is Step Functions (or API Gateway) invoking a function:
-the engine's, reported on its own line and not in the totals.
+idempotency layer and its parameters utility create all have it. `before-send` fires once per
+HTTP attempt, retries included, with the request as it would go on the wire; moto answers it
+after the hook has seen it. A request is a function's when it is sent inside a Lambda
+invocation, which the local runtime marks as AWS does: the function's environment, with
+`AWS_LAMBDA_FUNCTION_NAME`, is in place for exactly the duration of the handler. What the bench
+sends only to watch a run (listing runs, reading one) is sent under `excluded()`. A `lambda:Invoke`
+sent outside any function is Step Functions (or API Gateway) invoking a function: the engine's,
+reported on its own line and not in the totals.
 
 Not counted, because no function sends them: the test build's own traffic (its presigned GET of
 its input and POST of its results, and its log stream: CodeBuild's, priced per build minute),

@@ -133,5 +133,6 @@ def table(scenarios: list[Scenario], suite_s: float, repeats: int, resume_target
     stopped_short = next((scenario for scenario in (fresh, after_verify) if scenario.status != "awaiting_review"), None)
     result.target(f"{stopped_short.name}: {stopped_short.status}" if stopped_short else
                   ratio(after_verify.seconds, fresh.seconds),
-                  Target(goal(resume_target), stopped_short is None and after_verify.seconds <= resume_target * fresh.seconds))
+                  Target(goal(resume_target),
+                         stopped_short is None and after_verify.seconds <= resume_target * fresh.seconds))
     return result

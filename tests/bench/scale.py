@@ -59,9 +59,9 @@ def measure(client: BenchClient, root: Path, sizes: tuple[int, ...]) -> list[Mea
                    for stage in ("inspect", "plan", "verify")}
         measured.append(Measured(
             files=files, status=run.status, start_s=start_s, inspect_s=seconds["inspect"], plan_s=seconds["plan"],
-            verify_s=seconds["verify"], build_s=build_seconds(view), to_review_s=run.to_review_s, end_to_end_s=run.end_to_end_s,
-            resident_before_mib=before, peak_mib=_above(peak, before), held_after_mib=_above(after, before),
-            handoff=handoff_reason(view)))
+            verify_s=seconds["verify"], build_s=build_seconds(view), to_review_s=run.to_review_s,
+            end_to_end_s=run.end_to_end_s, resident_before_mib=before, peak_mib=_above(peak, before),
+            held_after_mib=_above(after, before), handoff=handoff_reason(view)))
         progress(f"  {files} files: {run.status} in {run.end_to_end_s:.1f}s")
     return measured
 
@@ -73,8 +73,9 @@ def goals(largest: int, inspect_target_s: float) -> tuple[str, str]:
 
 def table(measured: list[Measured], largest: int, inspect_target_s: float) -> Table:
     result = Table("(d) A full run on generated repositories (one run per size, review approved at once)",
-                   ["files", "POST /runs (s)", "inspect (s)", "plan (s)", "verify (s)", "test build (s)", "to review (s)",
-                    "end to end (s)", "resident before (MiB)", "peak (MiB)", "held after (MiB)", "status"])
+                   ["files", "POST /runs (s)", "inspect (s)", "plan (s)", "verify (s)", "test build (s)",
+                    "to review (s)", "end to end (s)", "resident before (MiB)", "peak (MiB)", "held after (MiB)",
+                    "status"])
     for row in measured:
         result.add(f"{row.files:,}", row.start_s, row.inspect_s, row.plan_s, row.verify_s, row.build_s, row.to_review_s,
                    row.end_to_end_s, row.resident_before_mib, row.peak_mib, row.held_after_mib, row.status)
