@@ -59,7 +59,8 @@ def stages_before(ledger: Ledger, stage: Stage) -> list[Stage]:
 
 def file_reads(files: dict[str, str], snapshot: SourceSnapshot, manifest: ArtifactRef) -> dict[str, str]:
     """What a stage read: `files` (listed in `manifest`) of `snapshot`, at its revision."""
-    return {"revision": snapshot.revision, FILES: digest(files), TREE: snapshot.tree_digest, MANIFEST: manifest.key}
+    files_digest = snapshot.tree_digest if files is snapshot.files else digest(files)
+    return {"revision": snapshot.revision, FILES: files_digest, TREE: snapshot.tree_digest, MANIFEST: manifest.key}
 
 
 def manifest_ref(ledger: Ledger, depends_on: dict[str, str]) -> ArtifactRef | None:

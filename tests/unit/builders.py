@@ -65,7 +65,7 @@ def stage_record(stage: Stage, status: StageStatus = StageStatus.COMPLETE, attem
 def evidence_chain(snap: SourceSnapshot, plan_reads: tuple[str, ...] = PLAN_READS,
                    plan_fingerprint: str = "sha256:plan-1") -> dict[str, Evidence]:
     """The evidence every stage records, in stage order, through the one evidence graph."""
-    fingerprints = {Stage.INSPECT: digest({"revision": snap.revision, "files": snap.files}),
+    fingerprints = {Stage.INSPECT: digest({"revision": snap.revision, "tree": snap.tree_digest}),
                     Stage.PLAN: plan_fingerprint, Stage.EXECUTE: "sha256:tests-1", Stage.VERIFY: "sha256:run-1",
                     Stage.AWAIT_REVIEW: "sha256:approval-1", Stage.COMPLETE: "sha256:summary-1"}
     plan_files = {p: snap.files[p] for p in plan_reads}

@@ -59,13 +59,12 @@ class Inventory(BaseModel):
 
 
 def is_test_file(path: str) -> bool:
-    pure = PurePosixPath(path)
-    name = pure.name
+    *directories, name = path.split("/")  # snapshot paths are POSIX and relative
     return (
         name == "conftest.py"
         or (name.startswith("test_") and name.endswith(".py"))
         or name.endswith("_test.py")
-        or "tests" in pure.parts[:-1]
+        or "tests" in directories
     )
 
 

@@ -90,7 +90,7 @@ class StageWork:
         inventory = self.agent.inspect(ctx.snapshot)
         ref = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "inventory.json", inventory.model_dump(mode="json"))
         manifest = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "source-manifest.json", ctx.snapshot.files)
-        evidence = stage_evidence(Stage.INSPECT, digest({"revision": ctx.snapshot.revision, "files": ctx.snapshot.files}),
+        evidence = stage_evidence(Stage.INSPECT, digest({"revision": ctx.snapshot.revision, "tree": ctx.snapshot.tree_digest}),
                                   ctx.ledger, file_reads(ctx.snapshot.files, ctx.snapshot, manifest))
         return StageResult([ref, manifest], evidence, changes={"revision": ctx.snapshot.revision})
 
