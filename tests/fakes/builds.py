@@ -49,6 +49,7 @@ class InstantBuilds:
     outcome: Outcome = "pass"
     polls_before_done: int = 0  # how often status() says IN_PROGRESS before the build has ended
     started: list[BuildRequest] = field(default_factory=list)
+    searches: int = 0  # find() calls
     _polls_left: dict[str, int] = field(default_factory=dict)
     _test_runs: dict[str, str] = field(default_factory=dict)
 
@@ -70,4 +71,5 @@ class InstantBuilds:
         return BuildStatus.FAILED if self.outcome == "no_upload" else BuildStatus.SUCCEEDED
 
     def find(self, test_run: str) -> str | None:
+        self.searches += 1  # on CodeBuild, a listing of the project's whole build history
         return self._test_runs.get(test_run)

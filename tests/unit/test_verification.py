@@ -107,6 +107,12 @@ def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, c
     assert world.ledger.load(run_id).stages["verify"].status == StageStatus.COMPLETE
 
 
+def test_a_first_attempt_starts_its_build_without_searching_the_build_history(world: World) -> None:
+    run_id, execution = _to_verify(world)
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert (len(world.builds.started), world.builds.searches) == (1, 0)
+
+
 def test_a_build_started_whose_id_was_never_recorded_is_found_not_started_twice(world: World) -> None:
     run_id, execution = _to_verify(world)
     builds = world.builds
@@ -121,7 +127,7 @@ def test_a_build_started_whose_id_was_never_recorded_is_found_not_started_twice(
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
     builds.start = original  # type: ignore[method-assign]
     assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
-    assert len(builds.started) == 1
+    assert len(builds.started) == 1 and builds.searches == 1
 
 
 def test_a_crash_after_the_results_were_read_reuses_them(world: World, crash_once: Any) -> None:

@@ -128,11 +128,13 @@ class TestBuilds:
         attempt = 1
         if test_run is not None and rerun_reported and test_run.status != BuildStatus.IN_PROGRESS:
             test_run, attempt = None, test_run.attempt + 1
+        # Only an intent an earlier invocation recorded can have a build it did not get to record.
+        intended_before = test_run is not None
         if test_run is None:
             run, test_run = self._record_intent(run, execution, input_digest, attempt, snapshot_root, source_files,
                                                 test_files, config)
         if test_run.build_id is None:
-            run, test_run = self._start(run, execution, test_run, config)
+            run, test_run = self._start(run, execution, test_run, config, look_for_earlier=intended_before)
             faults.reach(run_id, Stage.VERIFY, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
             status = self._require_builds().status(test_run.build_id or "")
@@ -156,10 +158,11 @@ class TestBuilds:
                                 reason=f"test run {input_digest[:12]} prepared ({len(archive)} bytes of input)")
         return run, test_run
 
-    def _start(self, run: Run, execution: str, test_run: TestRun, config: TestRunConfig) -> tuple[Run, TestRun]:
+    def _start(self, run: Run, execution: str, test_run: TestRun, config: TestRunConfig,
+               look_for_earlier: bool) -> tuple[Run, TestRun]:
         builds = self._require_builds()
         marker = test_run.marker(run.run_id)
-        build_id = builds.find(marker)
+        build_id = builds.find(marker) if look_for_earlier else None
         if build_id is None:
             build_id = builds.start(BuildRequest(
                 test_run=marker,
