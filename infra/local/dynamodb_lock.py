@@ -11,7 +11,9 @@ from typing import Any
 
 from moto.dynamodb.models import DynamoDBBackend
 
-_LOCK = threading.RLock()
+# Held by every item operation of the backend; re-entrant, so a correction that must run as one
+# step with an operation (moto_scale) can hold it around the operation too.
+BACKEND_LOCK = threading.RLock()
 _GUARDED = ("put_item", "update_item", "delete_item", "get_item", "query", "scan", "transact_write_items",
             "transact_get_items", "batch_write_item", "batch_get_item")
 
@@ -19,7 +21,7 @@ _GUARDED = ("put_item", "update_item", "delete_item", "get_item", "query", "scan
 def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        with _LOCK:
+        with BACKEND_LOCK:
             return method(*args, **kwargs)
 
     guarded.__agentledger_serialized__ = True  # type: ignore[attr-defined]

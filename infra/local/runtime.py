@@ -23,7 +23,7 @@ from agentledger import faults
 from agentledger.executions import execution_arn
 from agentledger.service import ErrorBody
 
-from . import dynamodb_lock, environ, lambda_bridge, moto_fixes
+from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale
 from .codebuild import LocalCodeBuild
 from .deploy import DeployedStack, deploy
 from .faults import CrashSwitchboard
@@ -119,6 +119,7 @@ class LocalRuntime:
             undo.callback(_quieten(logging.getLogger("werkzeug")))
             undo.callback(dynamodb_lock.install())
             undo.callback(moto_fixes.install())
+            undo.callback(moto_scale.install())
             undo.callback(lambda_bridge.install())
             self.crashes.install()
             undo.callback(faults.install, None)

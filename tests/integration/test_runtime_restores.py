@@ -19,8 +19,13 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 def process_state() -> dict[str, Any]:
     """What LocalRuntime.start() changes, as objects compared by identity or by value."""
+    import moto.dynamodb.models as dynamodb_models
     from moto.awslambda.models import LambdaFunction
+    from moto.core.common_models import BaseModel
+    from moto.core.serialize import BaseJSONSerializer
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
         StateTaskServiceCallback,
     )
@@ -39,6 +44,11 @@ def process_state() -> dict[str, Any]:
         "LambdaFunction._invoke_lambda": vars(LambdaFunction)["_invoke_lambda"],
         "StateTaskServiceCallback._wait_for_task_token_heartbeat":
             vars(StateTaskServiceCallback)["_wait_for_task_token_heartbeat"],
+        "BaseModel.__new__": vars(BaseModel)["__new__"],
+        "moto.dynamodb.models.copy": dynamodb_models.copy,
+        "Table.query": vars(Table)["query"],
+        "BaseJSONSerializer._serialize_type_structure": vars(BaseJSONSerializer)["_serialize_type_structure"],
+        "lambda_eval_utils.boto_client_for": lambda_eval_utils.boto_client_for,
         **{f"DynamoDBBackend.{name}": vars(DynamoDBBackend)[name] for name in _GUARDED},
     }
 
