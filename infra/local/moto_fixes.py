@@ -13,6 +13,7 @@ from moto.s3.responses import S3Response
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
 )
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 
 def _answered_task_token_is_not_lost() -> Callable[[], None]:
@@ -35,6 +36,27 @@ def _answered_task_token_is_not_lost() -> Callable[[], None]:
 
     def uninstall() -> None:
         StateTaskServiceCallback._wait_for_task_token_heartbeat = original  # type: ignore[method-assign]
+
+    return uninstall
+
+
+def _answers_reach_their_task_while_executions_start() -> Callable[[], None]:
+    """SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat look through the executions for the
+    one holding the token. moto asks each for its evaluation environment, which an execution has
+    only once it has parsed its definition, so while one is starting, an answer to any task it
+    is asked before (and to a task already over) fails with an AttributeError instead (seen: the
+    review keeper's heartbeats failing while new runs started). An execution without an
+    environment yet holds no task token: it is passed over."""
+    original = StepFunctionsParserBackend._get_executions
+
+    def executions(self: StepFunctionsParserBackend, execution_status: Any = None) -> list[Any]:
+        return [execution for execution in original(self, execution_status)
+                if execution.exec_worker is not None and execution.exec_worker.env is not None]
+
+    StepFunctionsParserBackend._get_executions = executions  # type: ignore[method-assign]
+
+    def uninstall() -> None:
+        StepFunctionsParserBackend._get_executions = original  # type: ignore[method-assign]
 
     return uninstall
 
@@ -90,4 +112,5 @@ def install() -> Callable[[], None]:
     with ExitStack() as undo:
         undo.callback(_answered_task_token_is_not_lost())
         undo.callback(_post_policies_are_enforced())
+        undo.callback(_answers_reach_their_task_while_executions_start())
         return undo.pop_all().close

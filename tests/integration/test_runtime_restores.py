@@ -29,6 +29,7 @@ def process_state() -> dict[str, Any]:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
         StateTaskServiceCallback,
     )
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
     from agentledger import faults
     from infra.local.dynamodb_lock import _GUARDED
@@ -44,6 +45,7 @@ def process_state() -> dict[str, Any]:
         "LambdaFunction._invoke_lambda": vars(LambdaFunction)["_invoke_lambda"],
         "StateTaskServiceCallback._wait_for_task_token_heartbeat":
             vars(StateTaskServiceCallback)["_wait_for_task_token_heartbeat"],
+        "StepFunctionsParserBackend._get_executions": vars(StepFunctionsParserBackend)["_get_executions"],
         "BaseModel.__new__": vars(BaseModel)["__new__"],
         "moto.dynamodb.models.copy": dynamodb_models.copy,
         "Table.query": vars(Table)["query"],

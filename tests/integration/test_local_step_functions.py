@@ -1,0 +1,55 @@
+"""The local Step Functions answers a waiting task as AWS does while other executions start: a
+review's heartbeat or approval must not fail because another run is just beginning."""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROLE = "arn:aws:iam::123456789012:role/scratch-state-machine"
+
+
+def test_a_waiting_task_is_answered_while_other_executions_start(runtime):
+    sfn, sqs = runtime.client("stepfunctions"), runtime.client("sqs")
+    name = uuid.uuid4().hex[:8]
+    queue = sqs.create_queue(QueueName=f"tokens-{name}")["QueueUrl"]
+    # Created first, so its executions are looked through first for the token; and long enough a
+    # definition that each of them spends a while parsing it as it starts.
+    steps = [f"step {n}" for n in range(60)]
+    starting = sfn.create_state_machine(name=f"starts-{name}", roleArn=ROLE, definition=json.dumps({
+        "StartAt": steps[0], "States": {step: {"Type": "Pass", **({"Next": steps[n + 1]} if n + 1 < len(steps) else
+                                                                   {"End": True})}
+                                        for n, step in enumerate(steps)}}))
+    waiting = sfn.create_state_machine(name=f"waits-{name}", roleArn=ROLE, definition=json.dumps({
+        "StartAt": "Wait for an answer", "States": {"Wait for an answer": {
+            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "HeartbeatSeconds": 600,
+            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}))
+    execution = sfn.start_execution(stateMachineArn=waiting["stateMachineArn"], name="waits")["executionArn"]
+    token = _token(sqs, queue)
+
+    for n in range(10):
+        sfn.start_execution(stateMachineArn=starting["stateMachineArn"], name=f"starts-{n}")
+        sfn.send_task_heartbeat(taskToken=token)
+    sfn.send_task_success(taskToken=token, output=json.dumps({"answered": True}))
+
+    assert _finished(sfn, execution) == ("SUCCEEDED", {"answered": True})
+
+
+def _token(sqs, queue: str) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []):
+            return json.loads(message["Body"])["token"]
+    raise AssertionError("the waiting task sent no token")
+
+
+def _finished(sfn, execution: str) -> tuple[str, object]:
+    deadline = time.monotonic() + 30
+    while True:
+        described = sfn.describe_execution(executionArn=execution)
+        if described["status"] != "RUNNING" or time.monotonic() > deadline:
+            return described["status"], json.loads(described.get("output") or "null")
+        time.sleep(0.1)
