@@ -5,19 +5,38 @@ moto would start a Docker container; there is no Docker here. The seam
 function's configuration inside the code asset the stack deployed, applies that function's
 environment and a context whose remaining time follows the configured timeout, and reports
 errors in the shape the Lambda runtime uses, which is what Step Functions matches Retry and
-Catch on."""
+Catch on.
+
+Invocations run in slots. On AWS each runs in a sandbox of its own; here all of them share one
+process and its interpreter lock, so CPU-bound invocations gain nothing by running together: two
+at once each take twice as long and finish no sooner (measured: 50 concurrent runs reached review
+in 70 s with one stage slot and with two), and a function that finishes after its
+timeout has timed out (issue 14: with 30 concurrent runs, creates ran past the API's 29 s and
+review requests past their 20 s). So, as Lambda's account concurrency bounds invocations, the
+stage functions share a bounded number of slots; an invocation past the bound waits for one, and
+its timeout starts when it gets it, because a sandbox's clock starts when the function starts. A
+function with slots reserved for it runs in those alone and never waits behind stage work: the
+API, whose caller is a person, and the review keeper, whose pass grows with the reviews pending.
+With one slot for the stage functions and one each for those two, no function runs two
+invocations at once, which keeps its module state to one invocation as a sandbox does
+(duplicates run one after the other here, where on AWS two sandboxes would overlap): Powertools'
+REST resolver holds the current request in class attributes, so two API requests at once were
+answered for each other (measured: creates with fresh Idempotency-Keys answered 409 "still in
+progress")."""
 from __future__ import annotations
 
 import importlib
 import io
 import json
 import sys
+import threading
 import time
 import traceback
 import uuid
 import zipfile
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +65,66 @@ class LocalLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.timeout_s - (time.monotonic() - self._started)) * 1000))
+
+
+class _FifoSlots:
+    """A counting semaphore that hands a freed slot to its longest waiter, so invocations start in
+    the order they were made (threading.Semaphore lets a newcomer take a freed slot first)."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a concurrency limit is at least 1, not {size}")
+        self._free = size
+        self._waiters: deque[threading.Event] = deque()
+        self._lock = threading.Lock()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            self._waiters.append(turn)
+        turn.wait()
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().set()  # the slot passes to it without ever being free
+            else:
+                self._free += 1
+
+
+class InvocationSlots:
+    """`shared` slots for every function without slots of its own (Lambda's account concurrency),
+    and the slots reserved for a function (its reserved concurrency)."""
+
+    def __init__(self, shared: int) -> None:
+        self._shared = _FifoSlots(shared)
+        self._reserved: dict[str, _FifoSlots] = {}
+
+    def reserve(self, function_name: str, slots: int) -> None:
+        self._reserved[function_name] = _FifoSlots(slots)
+
+    def waiting(self, function_name: str) -> int:
+        """How many invocations wait for a slot that `function_name` would run in."""
+        return self._slots_of(function_name).waiting
+
+    @contextmanager
+    def slot(self, function_name: str) -> Iterator[None]:
+        slots = self._slots_of(function_name)
+        slots.acquire()
+        try:
+            yield
+        finally:
+            slots.release()
+
+    def _slots_of(self, function_name: str) -> _FifoSlots:
+        return self._reserved.get(function_name, self._shared)
 
 
 @lru_cache(maxsize=64)
@@ -86,7 +165,12 @@ def _error_payload(error_type: str, message: str, request_id: str, trace: list[s
                        "stackTrace": trace or []})
 
 
-def invoke(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
+def invoke(function: LambdaFunction, event: Any, slots: InvocationSlots) -> tuple[str, bool, str]:
+    with slots.slot(function.function_name):  # the wait is not the function's: its clock starts inside
+        return _run(function, event)
+
+
+def _run(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     context = LocalLambdaContext(
         function_name=function.function_name, function_version=function.version,
         invoked_function_arn=function.function_arn, memory_limit_in_mb=int(function.memory_size),
@@ -157,16 +241,17 @@ def _functions_importable() -> Callable[[], None]:
     return forget
 
 
-def install() -> Callable[[], None]:
-    """Serve moto's Lambda invocations here; the returned undo gives moto its own runner back
-    and leaves sys.path and the output streams as they were."""
+def install(slots: InvocationSlots) -> Callable[[], None]:
+    """Serve moto's Lambda invocations here, at most as many at once as `slots` allows; the
+    returned undo gives moto its own runner back and leaves sys.path and the output streams as
+    they were."""
     with ExitStack() as undo:
         undo.callback(output.install())
         undo.callback(_functions_importable())
         original = LambdaFunction._invoke_lambda
 
         def _invoke_lambda(self: LambdaFunction, event: str | None = None) -> tuple[str, bool, str]:
-            return invoke(self, event if event is not None else {})
+            return invoke(self, event if event is not None else {}, slots)
 
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         undo.callback(setattr, LambdaFunction, "_invoke_lambda", original)

@@ -41,6 +41,10 @@ NOTIFICATION_QUEUE = "agentledger-notifications-local.fifo"
 # The one kind of call that may leave the machine: the Bedrock planner's, when a profile is named.
 BEDROCK_PROFILE_VARIABLE = "AGENTLEDGER_BEDROCK_PROFILE"
 BEDROCK_ENDPOINTS = r"https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/.*"
+# Invocations running at once (lambda_bridge says why): the stage functions one at a time, and the
+# API and the review keeper each in a slot of its own.
+STAGE_CONCURRENCY = 1
+RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1}
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                      "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
 
@@ -101,6 +105,8 @@ class LocalRuntime:
         self._s3_endpoint: ThreadedMotoServer | None = None
         self.s3_endpoint_url: str | None = None
         self._function_by_handler: dict[str, str] = {}
+        self.invocation_slots = lambda_bridge.InvocationSlots(STAGE_CONCURRENCY)
+        self._clients: dict[str, Any] = {}
         self._notification_queue_url: str | None = None
         self._notifications: list[dict[str, Any]] = []
         self.principals: list[LocalPrincipal] = []  # the local callers; `serve` writes their profiles
@@ -120,7 +126,7 @@ class LocalRuntime:
             undo.callback(dynamodb_lock.install())
             undo.callback(moto_fixes.install())
             undo.callback(moto_scale.install())
-            undo.callback(lambda_bridge.install())
+            undo.callback(lambda_bridge.install(self.invocation_slots))
             self.crashes.install()
             undo.callback(faults.install, None)
             assembly = self._assembly or synthesize(context=self._context)
@@ -146,6 +152,8 @@ class LocalRuntime:
                 variables = self._local_environment(config.get("Environment", {}).get("Variables", {}))
                 lambda_client.update_function_configuration(FunctionName=function_name,
                                                             Environment={"Variables": variables})
+            for handler, slots in RESERVED_CONCURRENCY.items():
+                self.invocation_slots.reserve(self.function_name(handler), slots)
             self._undo = undo.pop_all()
         return self
 
@@ -204,6 +212,7 @@ class LocalRuntime:
             self._wait_for_executions_to_settle()
             self._undo.close()
             self._mock = None
+            self._clients.clear()  # they would reach past the mock to AWS
 
     def _wait_for_executions_to_settle(self) -> None:
         """Stop executions still waiting (for a review), so moto's worker threads end with the mock."""
@@ -216,7 +225,11 @@ class LocalRuntime:
         return self.stack is not None and name == self.stack.outputs.get("TestBuildProjectName")
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=REGION)
+        """One client per service, shared by every thread (boto3 clients are thread-safe): building
+        one costs more than most requests sent with it."""
+        if service not in self._clients:
+            self._clients[service] = boto3.client(service, region_name=REGION)
+        return self._clients[service]
 
     @property
     def state_machine_arn(self) -> str:
