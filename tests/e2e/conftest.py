@@ -69,12 +69,14 @@ class HttpResponse:
 
 
 def http(base_url: str, method: str, path: str, body: Any = None,
-         headers: dict[str, str] | None = None, profile: str | None = REQUESTER) -> HttpResponse:
-    """Plain HTTP, SigV4-signed as `profile` (None: unsigned), as `curl --aws-sigv4` would send it."""
+         headers: dict[str, str] | None = None, profile: str | None = REQUESTER,
+         profiles: Path = PROFILES_DIR) -> HttpResponse:
+    """Plain HTTP, SigV4-signed as `profile` (None: unsigned) from the profiles a `serve` wrote
+    to `profiles`, as `curl --aws-sigv4` would send it."""
     data = json.dumps(body).encode() if body is not None else None
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if profile is not None:
-        all_headers = request_signer(base_url, profile, PROFILES_DIR)(method, base_url + path, all_headers, data)
+        all_headers = request_signer(base_url, profile, profiles)(method, base_url + path, all_headers, data)
     request = urllib.request.Request(base_url + path, data=data, method=method, headers=all_headers)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:

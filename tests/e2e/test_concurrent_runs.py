@@ -1,0 +1,92 @@
+"""Fifty runs started at once on one `agentledger serve` (issue 14): every create is answered 201
+for its own run, every run reaches review by the path a lone run takes (no transition lost or
+doubled, none handed to a person), and `serve` holds less than twice the memory it started with."""
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from agentledger.service import run_id_for
+from tests.samples import write_sample_repository
+
+from .conftest import CLI_ENVIRONMENT, http, run_cli, served
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("concurrent_runs")]
+RUNS = 50
+SETTLE_TIMEOUT_S = 600  # ends a broken run of this test; how long it takes is `make bench`'s to say
+LONE_RUN_PATH = [("created", "created"), ("created", "inspect"), ("inspect", "plan"), ("plan", "execute"),
+                 ("execute", "verify"), ("verify", "await_review")]
+
+
+def test_fifty_runs_started_at_once_all_reach_review(tmp_path: Path) -> None:
+    profiles = tmp_path / "profiles"
+    environment = {**CLI_ENVIRONMENT, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(profiles)}
+    repositories = [write_sample_repository(tmp_path / f"repository-{n}") for n in range(RUNS)]
+    keys = [str(uuid.uuid4()) for _ in repositories]
+    # The review keeper every 5 s, as `serve` runs it unless told otherwise.
+    with served(tmp_path, environment, "--keeper-interval", "5") as url:
+        memory_at_start = resident_bytes(serving_process(url))
+
+        def create(repository: Path, key: str) -> tuple[int, str | None]:
+            response = http(url, "POST", "/runs", {"repository": str(repository), "request": "write tests"},
+                            headers={"Idempotency-Key": key}, profiles=profiles)
+            return response.status, (response.body or {}).get("run_id")
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=RUNS) as pool:
+            created = list(pool.map(create, repositories, keys))
+        assert created == [(201, run_id_for(key)) for key in keys]
+        ours = {run_id for _, run_id in created}
+
+        listed = until_all_listed(url, ours, "awaiting_review", profiles)
+        print(f"\n{RUNS} concurrent runs reached review in {time.monotonic() - started:.0f} s")
+        assert {run["run_id"] for run in listed} >= ours
+        handed_over = run_cli("runs", "--status", "needs_person", "--all", "--api", url, "--json",
+                              environment=environment).json()["runs"]
+        assert ours.isdisjoint(run["run_id"] for run in handed_over)
+        for run_id in sorted(ours):
+            view = http(url, "GET", f"/runs/{run_id}", profiles=profiles).body
+            assert [(t["from_state"], t["to_state"]) for t in view["transitions"]] == LONE_RUN_PATH, run_id
+            assert view["handoff"] is None and view["run"]["executions"] == [f"{run_id}-start"]
+
+        assert resident_bytes(serving_process(url)) < 2 * memory_at_start
+
+
+def until_all_listed(url: str, run_ids: set[str], status: str, profiles: Path) -> list[dict]:
+    """The runs the API lists with that status, once it lists every one of `run_ids`."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while True:
+        runs, cursor = [], None
+        while True:
+            query = urlencode({"status": status, "limit": 100, **({"cursor": cursor} if cursor else {})})
+            page = http(url, "GET", f"/runs?{query}", profiles=profiles).body
+            runs += page["runs"]
+            if not (cursor := page.get("next_cursor")):
+                break
+        if run_ids <= {run["run_id"] for run in runs} or time.monotonic() > deadline:
+            return runs
+        time.sleep(1)
+
+
+def serving_process(url: str) -> int:
+    """The process of the `agentledger serve` listening on that URL's port."""
+    port = str(urlsplit(url).port)
+    for process in Path("/proc").iterdir():
+        try:
+            arguments = (process / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"serve" in arguments and port.encode() in arguments:
+            return int(process.name)
+    raise AssertionError(f"no `agentledger serve` process listens on {port}")
+
+
+def resident_bytes(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    kilobytes = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
+    return int(kilobytes) * 1024
