@@ -42,7 +42,9 @@ NOTIFICATION_QUEUE = "agentledger-notifications-local.fifo"
 BEDROCK_PROFILE_VARIABLE = "AGENTLEDGER_BEDROCK_PROFILE"
 BEDROCK_ENDPOINTS = r"https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/.*"
 # Invocations running at once (lambda_bridge says why): the stage functions one at a time, and the
-# API and the review keeper each in a slot of its own.
+# API and the review keeper each in a slot of its own. A stage function that invoked another and
+# waited for its answer would wait for ever here; none does (they hand work on through the state
+# machine).
 STAGE_CONCURRENCY = 1
 RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1}
 _FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
