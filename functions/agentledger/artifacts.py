@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from typing import Any
 
+from .caches import ContentCache
 from .errors import ArtifactIntegrityError
 from .fingerprints import sha256_bytes
 from .models import ArtifactRef, Stage
@@ -32,8 +31,7 @@ class ContentAddressedArtifacts(ABC):
     bucket: str
 
     def __init__(self) -> None:
-        self._manifests: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._manifests_lock = threading.Lock()
+        self._manifests: ContentCache[str, dict[str, str]] = ContentCache(MANIFESTS_KEPT)
 
     @abstractmethod
     def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None: ...
@@ -69,20 +67,16 @@ class ContentAddressedArtifacts(ABC):
     def read_manifest(self, ref: ArtifactRef) -> dict[str, str] | None:
         """A file manifest (path -> sha256), or None when it is gone or not what was recorded.
         Kept in memory by its content hash, so a manifest is fetched once per warm function."""
-        with self._manifests_lock:
-            if ref.sha256 in self._manifests:
-                self._manifests.move_to_end(ref.sha256)
-                return self._manifests[ref.sha256]
+        cached = self._manifests.get(ref.sha256)
+        if cached is not None:
+            return cached
         try:
             manifest = self.get_json(ref)
         except (ArtifactIntegrityError, KeyError, ValueError):
             return None
         if not isinstance(manifest, dict):
             return None
-        with self._manifests_lock:
-            self._manifests[ref.sha256] = manifest
-            while len(self._manifests) > MANIFESTS_KEPT:
-                self._manifests.popitem(last=False)
+        self._manifests.put(ref.sha256, manifest)
         return manifest
 
     @abstractmethod

@@ -9,9 +9,10 @@ import shutil
 import uuid
 from pathlib import Path
 
-from .agent.source import CleanSnapshots, SourceSnapshot, directory_revision, extract_tarball, snapshot_directory
+from .agent.source import CLEAN_SNAPSHOTS_KEPT, SourceSnapshot, directory_revision, extract_tarball, snapshot_directory
 from .artifacts import ArtifactStore
 from .errors import LedgerError, RepositoryNotAllowedError
+from .caches import ContentCache
 from .fingerprints import sha256_bytes
 from .workspaces import extracted_source, mark_used
 
@@ -97,7 +98,7 @@ class SourceResolver:
         return snapshot
 
 
-TARBALLS = CleanSnapshots()
+TARBALLS: ContentCache[tuple[str, str], SourceSnapshot] = ContentCache(CLEAN_SNAPSHOTS_KEPT)
 
 
 def _extracted(data: bytes, target: Path) -> Path:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import ast
 import doctest
-import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -14,6 +13,7 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent.source import SourceSnapshot
+from agentledger.caches import ContentCache
 from agentledger.fingerprints import sha256_bytes
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -123,27 +123,7 @@ class FileAnalysis:
     error: str | None = None
 
 
-class _Analyses:
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._by_content: OrderedDict[tuple[str, bool], FileAnalysis] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, bool]) -> FileAnalysis | None:
-        with self._lock:
-            found = self._by_content.get(key)
-            if found is not None:
-                self._by_content.move_to_end(key)
-            return found
-
-    def put(self, key: tuple[str, bool], analysis: FileAnalysis) -> None:
-        with self._lock:
-            self._by_content[key] = analysis
-            while len(self._by_content) > self._capacity:
-                self._by_content.popitem(last=False)
-
-
-ANALYSES = _Analyses(ANALYSES_KEPT)
+ANALYSES: ContentCache[tuple[str, bool], FileAnalysis] = ContentCache(ANALYSES_KEPT)
 
 
 def analyse_file(source: bytes, path: str) -> FileAnalysis:

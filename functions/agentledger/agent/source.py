@@ -13,13 +13,12 @@ import os
 import stat
 import subprocess
 import tarfile
-import threading
-from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
+from agentledger.caches import ContentCache
 from agentledger.fingerprints import digest, sha256_file
 
 # Directories that hold tooling, dependencies or build output rather than the project's own code.
@@ -49,31 +48,7 @@ class SourceSnapshot(BaseModel):
         return digest(self.files)
 
 
-class CleanSnapshots:
-    """Snapshots by a key that pins their content (a clean commit, a tarball's digest), most
-    recently used kept. Thread-safe: `serve` runs many functions in one process."""
-
-    def __init__(self, capacity: int = CLEAN_SNAPSHOTS_KEPT) -> None:
-        self._capacity = capacity
-        self._snapshots: OrderedDict[tuple[str, ...], SourceSnapshot] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, ...]) -> SourceSnapshot | None:
-        with self._lock:
-            snapshot = self._snapshots.get(key)
-            if snapshot is not None:
-                self._snapshots.move_to_end(key)
-            return snapshot
-
-    def put(self, key: tuple[str, ...], snapshot: SourceSnapshot) -> None:
-        with self._lock:
-            self._snapshots[key] = snapshot
-            self._snapshots.move_to_end(key)
-            while len(self._snapshots) > self._capacity:
-                self._snapshots.popitem(last=False)
-
-
-CLEAN_COMMITS = CleanSnapshots()
+CLEAN_COMMITS: ContentCache[tuple[str, ...], SourceSnapshot] = ContentCache(CLEAN_SNAPSHOTS_KEPT)
 
 
 def is_skipped_dir(name: str) -> bool:
