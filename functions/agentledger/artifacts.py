@@ -1,4 +1,5 @@
-"""Artifacts in S3: content-addressed objects under the run's prefix, verified on read."""
+"""Artifacts: content-addressed objects under the run's prefix, verified on read. The S3 store is
+in `adapters.s3_artifacts`; this is what every store does alike."""
 from __future__ import annotations
 
 import json
@@ -84,66 +85,3 @@ class ContentAddressedArtifacts(ABC):
 
     def presigned_url(self, ref: ArtifactRef) -> str:
         return self.download_url(ref.key, PRESIGN_SECONDS)
-
-
-class ArtifactStore(ContentAddressedArtifacts):
-    """Artifacts as S3 objects, with a SHA-256 checksum S3 verifies on upload."""
-
-    def __init__(self, bucket: str, s3_client: Any, link_client: Any | None = None) -> None:
-        super().__init__()
-        self.bucket = bucket
-        self._s3 = s3_client
-        # Links are signed by a client of their own: locally it points at an S3 endpoint that a
-        # browser, curl or a build sandbox can reach; on AWS it is the same client.
-        self._links = link_client or s3_client
-
-    def location(self, run_id: str) -> str:
-        return f"s3://{self.bucket}/{run_prefix(run_id)}"
-
-    def _store(self, key: str, data: bytes, media_type: str, metadata: dict[str, str]) -> None:
-        self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=media_type,
-                            ChecksumAlgorithm="SHA256", Metadata=metadata)
-
-    def _load(self, key: str) -> bytes:
-        try:
-            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except self._s3.exceptions.NoSuchKey as missing:
-            raise KeyError(key) from missing
-
-    def download_url(self, key: str, expires_s: int) -> str:
-        return self._links.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
-        )
-
-    def upload_grant(self, key: str, max_bytes: int, expires_s: int, min_bytes: int = 1) -> dict[str, Any]:
-        """A presigned POST for this one key (S3 enforces the key and the size range)."""
-        grant = self._links.generate_presigned_post(
-            self.bucket, key, Conditions=[["content-length-range", min_bytes, max_bytes]], ExpiresIn=expires_s)
-        return {"url": grant["url"], "fields": grant["fields"]}
-
-    def read(self, key: str) -> bytes | None:
-        try:
-            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except self._s3.exceptions.NoSuchKey:
-            return None
-
-    def has_repository(self, url: str) -> bool:
-        bucket, _, key = url.removeprefix("s3://").partition("/")
-        try:
-            self._s3.head_object(Bucket=bucket, Key=key)
-        except self._s3.exceptions.ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
-
-    def fetch_repository(self, url: str) -> bytes:
-        """Bytes of a repository tarball at s3://bucket/key."""
-        bucket, _, key = url.removeprefix("s3://").partition("/")
-        return self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-
-    def list_keys(self, prefix: str) -> list[str]:
-        keys: list[str] = []
-        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
-            keys.extend(obj["Key"] for obj in page.get("Contents", []))
-        return keys

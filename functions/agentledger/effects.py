@@ -33,17 +33,10 @@ from .errors import (
 )
 from .fingerprints import digest
 from .freshness import require_fresh_upstream
-from .ledger import new_decision
+from agentledger.records import new_decision
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
-from .receivers import (
-    Confirmation,
-    Receiver,
-    ReceiverErrorResponse,
-    ReceiverNoResponseError,
-    ReceiverRejectedError,
-    ReceiverUnavailableError,
-)
+from agentledger.ports import Confirmation, Receiver, ReceiverErrorResponse, ReceiverNoResponseError, ReceiverRejectedError, ReceiverUnavailableError
 from .restart import evaluate_evidence
 from .states import EFFECTS, DecisionKind, RunOutcome
 

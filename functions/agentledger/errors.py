@@ -57,6 +57,10 @@ class RepositoryNotAllowedError(LedgerError):
     """A repository location this deployment does not read; the message names the rule."""
 
 
+class RepositoryUnavailableError(LedgerError):
+    """A repository that is allowed but cannot be read now (not uploaded, or removed)."""
+
+
 class ReviewForbiddenError(LedgerError):
     """The caller may not decide this review (the run's own requester, without self-approval)."""
 

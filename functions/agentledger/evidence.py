@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .agent.source import SourceSnapshot
+from agentledger.source import SourceSnapshot
 from .fingerprints import digest
 from .models import ArtifactRef, Evidence, Ledger
 from .states import WORK_STAGES, RunOutcome, Stage

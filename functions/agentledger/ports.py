@@ -3,9 +3,9 @@
 them; in-memory fakes under tests/fakes implement them for unit tests that need no moto."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .agent.source import SourceSnapshot
 from .models import (
     ArtifactRef,
     BuildRequest,
@@ -17,6 +17,7 @@ from .models import (
     RunStatus,
     Stage,
 )
+from .source import SourceSnapshot
 from .states import BuildStatus
 
 
@@ -112,3 +113,50 @@ class MetricSink(Protocol):
     def count(self, name: str, value: float = 1) -> None: ...
 
     def seconds(self, name: str, value: float, stage: str | None = None) -> None: ...
+
+
+# -- receivers: the systems an effect writes to ----------------------------------------------
+# Errors say what is known about the write: `ReceiverUnavailableError`, it was not sent;
+# `ReceiverErrorResponse`, the receiver answered with an error; `ReceiverNoResponseError`, it was
+# sent and nothing came back, so it may or may not be there; `ReceiverRejectedError`, refused for
+# a reason a retry will not fix.
+
+@dataclass(frozen=True)
+class Confirmation:
+    receiver_id: str
+    url: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class ReceiverError(Exception):
+    def __init__(self, message: str, response: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.response = response or {}
+
+
+class ReceiverUnavailableError(ReceiverError):
+    pass
+
+
+class ReceiverErrorResponse(ReceiverError):
+    pass
+
+
+class ReceiverNoResponseError(ReceiverError):
+    pass
+
+
+class ReceiverRejectedError(ReceiverError):
+    pass
+
+
+class Receiver(Protocol):
+    name: str
+
+    def find(self, key: str) -> list[Confirmation]:
+        """Every record at the receiver that carries `key` (empty when it cannot be searched)."""
+
+    def send(self, key: str, payload: dict[str, Any]) -> Confirmation: ...
+
+    def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
+        """The receiver's own account of the write, checked to carry `key`."""

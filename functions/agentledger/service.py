@@ -20,7 +20,7 @@ from .errors import (
 from .evidence import stage_evidence
 from .fingerprints import digest, sha256_bytes
 from .freshness import invalidate, review_still_holds
-from .ledger import new_decision
+from agentledger.records import new_decision
 from .models import (
     ArtifactRef,
     Assessment,
@@ -37,12 +37,12 @@ from .models import (
     StageStatus,
     utc_now,
 )
-from .agent.source import SourceSnapshot
+from agentledger.source import SourceSnapshot
 from .cursors import CursorSeal
 from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
-from .sources import upload_key
+from agentledger.source import upload_key
 from .states import DecisionKind, EvidenceState, Verdict
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})

@@ -10,22 +10,17 @@ import boto3
 from botocore.config import Config
 from agentledger import metric_names
 from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceAgent, load_agent
-from agentledger.artifacts import ArtifactStore
-from agentledger.builds import CodeBuildBuilds
+from agentledger.adapters.s3_artifacts import ArtifactStore
+from agentledger.adapters.codebuild import CodeBuildBuilds
 from agentledger.config import Settings
 from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
-from agentledger.executions import ExecutionControl
-from agentledger.ledger import LedgerStore
-from agentledger.receivers import (
-    GitHubApi,
-    GitHubIssues,
-    GitHubPullRequests,
-    Receiver,
-    SnsNotifications,
-)
+from agentledger.adapters.stepfunctions import ExecutionControl
+from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests, SnsNotifications
+from agentledger.ports import Receiver
 from agentledger.service import RunService
-from agentledger.sources import SourceResolver
+from agentledger.adapters.repositories import SourceResolver
 from agentledger.workflow import Workflow
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric

@@ -10,10 +10,8 @@ import os
 import signal
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,18 @@ from infra.local.profiles import local_credentials_dir
 from . import render
 from .apply import ApplyRefused, apply_change
 from .client import ApiClient, ApiError, ApiUnreachable, fetch, upload
+from .follow import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_NEEDS_PERSON,
+    EXIT_OK,
+    EXIT_USER_ERROR,
+    CliError,
+    StageMarks,
+    follow_run,
+    run_path,
+    stage_marks,
+)
 from .packaging import PackagingError, package_repository
 from .signing import SigningError, is_loopback, request_signer
 
@@ -32,32 +42,6 @@ DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
 DEFAULT_REQUEST = "Write tests for the functions that lack them"
 DEFAULT_WAIT_TIMEOUT_S = 120.0
-POLL_INTERVAL_S = 0.3
-CLEAR_LINE = "\r\x1b[K"
-# Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
-SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
-# Exit codes (the README's table): 0 done or waiting for review, and for every command that
-# answered. There is no "failed" run status: every failure ends with a person (3).
-EXIT_OK = 0
-EXIT_USER_ERROR = 1
-EXIT_NEEDS_PERSON = 3
-EXIT_STILL_RUNNING = 4  # --wait gave up after --timeout; the run goes on
-EXIT_INTERRUPTED = 130
-EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
-
-StageMarks = dict[str, tuple[Any, ...]]
-
-
-class CliError(Exception):
-    """A problem the user can fix, reported as one line."""
-
-    exit_code = EXIT_USER_ERROR
-
-
-class StillRunning(CliError):
-    exit_code = EXIT_STILL_RUNNING
-
-
 # -- shared pieces -----------------------------------------------------------------------------
 def _client(args: argparse.Namespace) -> ApiClient:
     try:
@@ -68,51 +52,6 @@ def _client(args: argparse.Namespace) -> ApiClient:
 
 def _emit(args: argparse.Namespace, document: Any, human: Callable[[Any], str]) -> None:
     print(json.dumps(document, indent=2) if args.json else human(document), flush=True)
-
-
-def _run_path(run_id: str) -> str:
-    return f"/runs/{run_id}"
-
-
-def _stage_marks(document: dict[str, Any] | None) -> StageMarks:
-    stages = (document or {}).get("stages") or {}
-    return {name: (stages[name]["status"], stages[name].get("attempt"), stages[name].get("execution"))
-            for name in render.STAGE_ORDER if name in stages}
-
-
-def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: bool,
-            already_seen: StageMarks | None = None) -> dict[str, Any]:
-    """Poll the run until it settles, printing a stage's line whenever that stage starts, finishes,
-    fails or is invalidated. Returns the last run document."""
-    seen = dict(already_seen or {})
-    deadline = time.monotonic() + timeout_s
-    live = show_progress and sys.stdout.isatty()  # a rewritten line only where a person watches
-    while True:
-        document = client.get(_run_path(run_id))
-        for name, mark in _stage_marks(document).items():
-            if seen.get(name) != mark:
-                seen[name] = mark
-                if show_progress:
-                    print(f"{CLEAR_LINE if live else ''}{render.stage_progress_line(document['stages'][name])}",
-                          flush=True)
-        status = document["run"]["status"]
-        if status in SETTLED and not _decided_but_not_yet_moved_on(document):
-            if live:
-                print(CLEAR_LINE, end="", flush=True)
-            return document
-        elapsed = render.elapsed_line(document["stages"], datetime.now(timezone.utc)) if live else None
-        if elapsed:
-            print(f"{CLEAR_LINE}{elapsed}", end="", flush=True)
-        if time.monotonic() >= deadline:
-            raise StillRunning(f"{run_id} is still {status} after {timeout_s:g}s; "
-                           f"it goes on without us: follow it with `agentledger show {run_id}`")
-        time.sleep(POLL_INTERVAL_S)
-
-
-def _decided_but_not_yet_moved_on(document: dict[str, Any]) -> bool:
-    """A review was answered and the execution has not yet left the review state."""
-    review = document.get("review") or {}
-    return document["run"]["status"] == RunStatus.AWAITING_REVIEW and bool(review.get("decision"))
 
 
 def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
@@ -263,7 +202,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    _emit(args, _client(args).get(_run_path(args.run_id)), render.run_timeline)
+    _emit(args, _client(args).get(run_path(args.run_id)), render.run_timeline)
     return 0
 
 
@@ -286,7 +225,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def _artifact_bytes(client: ApiClient, run_id: str, name: str, document: dict[str, Any] | None = None) -> bytes:
     """The newest committed artifact of that name (else the newest), fetched through its presigned link."""
-    artifacts = (document or client.get(_run_path(run_id)))["artifacts"]
+    artifacts = (document or client.get(run_path(run_id)))["artifacts"]
     matching = [artifact for artifact in artifacts if artifact["name"] == name]
     if not matching:
         names = ", ".join(sorted({artifact["name"] for artifact in artifacts})) or "none yet"
@@ -297,7 +236,7 @@ def _artifact_bytes(client: ApiClient, run_id: str, name: str, document: dict[st
 
 def cmd_apply(args: argparse.Namespace) -> int:
     client = _client(args)
-    document = client.get(_run_path(args.run_id))
+    document = client.get(run_path(args.run_id))
     run, review = document["run"], document.get("review") or {}
     if run.get("outcome") == "nothing_to_do":
         raise CliError(f"{args.run_id} had nothing to do: there is no change to apply")
@@ -325,7 +264,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     plan_digest = args.plan_digest
     decision = "approve" if args.approve else "request_changes" if args.request_changes else None
     if plan_digest is None or decision is None:
-        document = client.get(_run_path(args.run_id))
+        document = client.get(run_path(args.run_id))
         plan_digest = plan_digest or (document.get("review") or {}).get("plan_digest") or document["run"].get("plan_digest")
         if not plan_digest:
             raise CliError(f"{args.run_id} has no plan to review yet (status {document['run']['status']})")
@@ -335,7 +274,7 @@ def cmd_review(args: argparse.Namespace) -> int:
                 return EXIT_OK
             args.comment = args.comment or comment
     body = {"decision": decision, "plan_digest": plan_digest, "comment": args.comment}
-    _emit(args, client.post(f"{_run_path(args.run_id)}/review", body), render.review_result)
+    _emit(args, client.post(f"{run_path(args.run_id)}/review", body), render.review_result)
     return 0
 
 
@@ -362,8 +301,8 @@ def _ask_for_decision(args: argparse.Namespace, client: ApiClient,
 def cmd_resume(args: argparse.Namespace) -> int:
     client = _client(args)
     # Stage lines already in the ledger are not news: only what this execution changes is shown.
-    before = _stage_marks(client.get(_run_path(args.run_id))) if args.wait else None
-    response = client.post(f"{_run_path(args.run_id)}/resume", {})
+    before = stage_marks(client.get(run_path(args.run_id))) if args.wait else None
+    response = client.post(f"{run_path(args.run_id)}/resume", {})
     if not args.wait:
         _emit(args, response, render.assessment)
         return 0
@@ -379,7 +318,7 @@ def cmd_crash_points(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from infra.local import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
+    from infra.cli import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
 
     return demo.main(args)
 

@@ -20,7 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from agentledger import metric_names
-from agentledger.sources import UPLOAD_PREFIX
+from agentledger.source import UPLOAD_PREFIX
 from infra import PROJECT_ROOT
 from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.bundling import dependencies_layer_code

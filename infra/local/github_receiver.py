@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from agentledger.receivers import MARKER_PREFIX
+from agentledger.adapters.receivers import MARKER_PREFIX
 
 REPOSITORY_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<rest>.+)$")
 # Where html_url points: GitHub's page for an issue or pull request. Here a JSON view of it (with

@@ -20,7 +20,7 @@ from moto.core.config import default_user_config
 from moto.server import ThreadedMotoServer
 
 from agentledger import faults
-from agentledger.executions import execution_arn
+from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.service import ErrorBody
 
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale

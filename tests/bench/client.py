@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentledger.executions import execution_arn
+from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.service import run_id_for
 
 from infra.local.principals import principal_arn

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from infra.cli.main import EXIT_CLOSED_PIPE, EXIT_NEEDS_PERSON
+from infra.cli.follow import EXIT_CLOSED_PIPE, EXIT_NEEDS_PERSON
 from infra.local.faults import CRASH_POINTS
 
 from .conftest import (

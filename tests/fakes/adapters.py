@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentledger.agent.source import SourceSnapshot, directory_revision, snapshot_directory
+from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.artifacts import ContentAddressedArtifacts, run_prefix
 from agentledger.errors import (
     ConcurrentModificationError,
     RunAlreadyExistsError,
     RunNotFoundError,
 )
-from agentledger.ledger import created_transition, next_version, place_record, record_key
+from agentledger.records import created_transition, place_record, record_key
+from agentledger.transitions import next_version
 from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus
 
 

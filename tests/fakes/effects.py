@@ -6,11 +6,7 @@ import time
 from collections import deque
 from typing import Any
 
-from agentledger.receivers import (
-    Confirmation,
-    ReceiverErrorResponse,
-    ReceiverNoResponseError,
-)
+from agentledger.ports import Confirmation, ReceiverErrorResponse, ReceiverNoResponseError
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyItemAlreadyExistsError,
     IdempotencyItemNotFoundError,

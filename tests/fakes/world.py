@@ -10,7 +10,7 @@ from agentledger.config import Settings
 from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.models import Stage
-from agentledger.receivers import Receiver
+from agentledger.ports import Receiver
 from agentledger.service import CreateRunRequest, ReviewRequest, RunService
 from agentledger.workflow import Workflow
 from tests.fakes.adapters import (

@@ -14,7 +14,8 @@ import pytest
 import requests
 import schemathesis
 
-from agentledger.ledger import LedgerStore, new_decision
+from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.records import new_decision
 from agentledger.states import DecisionKind
 from infra.local.principals import write_profiles
 from infra.local.runtime import REGION

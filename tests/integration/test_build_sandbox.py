@@ -17,8 +17,8 @@ import pytest
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
-from agentledger.artifacts import ArtifactStore
-from agentledger.builds import CodeBuildBuilds
+from agentledger.adapters.s3_artifacts import ArtifactStore
+from agentledger.adapters.codebuild import CodeBuildBuilds
 from agentledger.models import BuildRequest, Stage
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config

@@ -6,15 +6,8 @@ import time
 
 import pytest
 
-from agentledger.receivers import (
-    GitHubApi,
-    GitHubIssues,
-    GitHubPullRequests,
-    ReceiverErrorResponse,
-    ReceiverNoResponseError,
-    ReceiverRejectedError,
-    ReceiverUnavailableError,
-)
+from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests
+from agentledger.ports import ReceiverErrorResponse, ReceiverNoResponseError, ReceiverRejectedError, ReceiverUnavailableError
 from infra.local.github_receiver import LocalGitHub
 
 pytestmark = pytest.mark.integration

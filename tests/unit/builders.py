@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentledger.agent.source import SourceSnapshot
+from agentledger.source import SourceSnapshot
 from agentledger.fingerprints import digest, sha256_bytes
 from agentledger.models import ArtifactRef, Evidence, Ledger, Run, Stage, StageRecord, StageStatus
 from agentledger.evidence import EVIDENCE_OF, file_reads, stage_evidence

@@ -17,7 +17,7 @@ from agentledger.errors import (
     StaleContextError,
 )
 from agentledger.models import EffectStatus, Handoff, RunStatus
-from agentledger.receivers import Confirmation, ReceiverNoResponseError, ReceiverRejectedError
+from agentledger.ports import Confirmation, ReceiverNoResponseError, ReceiverRejectedError
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
 from tests.fakes.world import OPERATOR, World, build_world
 from tests.samples import edit_sample_repository

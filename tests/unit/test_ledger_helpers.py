@@ -8,15 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from agentledger.ledger import (
-    REVIEW_SK,
-    _from_dynamo,
-    record_key,
-    _to_dynamo,
-    decode_cursor,
-    encode_cursor,
-    new_decision,
-)
+from agentledger.records import REVIEW_SK, new_decision, record_key
+from agentledger.adapters.dynamodb_ledger import _from_dynamo, _to_dynamo, decode_cursor, encode_cursor
 from agentledger.models import (
     ArtifactRef,
     Decision,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentledger.agent.source import SourceSnapshot
+from agentledger.source import SourceSnapshot
 from agentledger.models import Ledger, Stage, StageStatus
 from agentledger.states import NextAction
 from agentledger.evidence import EVIDENCE_OF

@@ -12,7 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from agentledger.errors import RepositoryNotAllowedError
-from agentledger.sources import RepositoryUnavailableError, SourceResolver, upload_key
+from agentledger.errors import RepositoryUnavailableError
+from agentledger.adapters.repositories import SourceResolver
+from agentledger.source import upload_key
 
 pytestmark = pytest.mark.unit
 BUCKET = "stack-artifacts"

@@ -29,13 +29,7 @@ from agentledger.agent.planner import (
     Planner,
     SkippedTarget,
 )
-from agentledger.agent.source import (
-    ArchiveError,
-    SourceSnapshot,
-    changed_files,
-    extract_tarball,
-    snapshot_directory,
-)
+from agentledger.source import ArchiveError, SourceSnapshot, changed_files, extract_tarball, snapshot_directory
 
 __all__ = [
     "Agent",

@@ -24,7 +24,7 @@ from agentledger.agent.planner import (
     generated_test_path,
     project_option_flags,
 )
-from agentledger.agent.source import SourceSnapshot, is_safe_relative_path
+from agentledger.source import SourceSnapshot, is_safe_relative_path
 from agentledger.fingerprints import sha256_bytes
 
 PLAN_TOOL = "submit_plan"

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent.inventory import module_import_path
 from agentledger.agent.planner import GENERATED_TESTS_DIR, Plan, PlanItem
-from agentledger.agent.source import SourceSnapshot, is_safe_relative_path
+from agentledger.source import SourceSnapshot, is_safe_relative_path
 
 PACKAGE_MARKER = f"{GENERATED_TESTS_DIR}/__init__.py"
 CONFTEST = f"{GENERATED_TESTS_DIR}/conftest.py"

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
-from agentledger.agent.source import SourceSnapshot
+from agentledger.source import SourceSnapshot
 from agentledger.caches import ContentCache
 from agentledger.fingerprints import sha256_bytes
 

@@ -18,7 +18,7 @@ from agentledger.agent.inventory import (
     module_import_path,
     parse_module,
 )
-from agentledger.agent.source import SourceSnapshot, is_safe_relative_path
+from agentledger.source import SourceSnapshot, is_safe_relative_path
 from agentledger.fingerprints import digest, sha256_bytes
 from agentledger.testrun.config import ConfigError, read_bounded
 

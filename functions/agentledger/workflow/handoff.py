@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import metric_names
-from ..ledger import new_decision
+from agentledger.records import new_decision
 from ..models import (
     WORK_STAGES,
     EffectSummary,

@@ -12,7 +12,7 @@ from ..config import Settings
 from ..errors import SupersededExecutionError
 from ..evidence import EVIDENCE_OF
 from ..freshness import invalidate, require_fresh_upstream
-from ..ledger import new_decision
+from agentledger.records import new_decision
 from ..models import (
     WORK_STAGES,
     Ledger,

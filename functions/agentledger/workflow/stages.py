@@ -9,12 +9,12 @@ from typing import Any
 
 from .. import metric_names
 from ..agent import Agent, Execution, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
-from ..agent.source import SourceSnapshot
+from agentledger.source import SourceSnapshot
 from ..config import Settings
 from ..errors import StaleContextError
 from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
 from ..fingerprints import digest
-from ..ledger import new_decision
+from agentledger.records import new_decision
 from ..models import (
     ArtifactRef,
     ChangeRequest,

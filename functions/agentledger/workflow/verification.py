@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import faults
-from ..artifacts import run_prefix
+from agentledger.artifacts import run_prefix
 from ..errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
 from ..fingerprints import digest, sha256_bytes
 from ..models import ArtifactRef, BuildRequest, Run, Stage, TestRun, utc_now

@@ -7,7 +7,7 @@ import tarfile
 import pytest
 
 from agentledger.agent import ArchiveError, changed_files, extract_tarball, snapshot_directory
-from agentledger.agent.source import directory_revision
+from agentledger.source import directory_revision
 from agentledger.fingerprints import digest
 
 from .samples import make_git_repo, make_sample_repo, write

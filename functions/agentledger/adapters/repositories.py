@@ -4,29 +4,25 @@ directory under a root that `serve` allows. Nothing else is read, so the API can
 about other buckets' objects or this machine's files."""
 from __future__ import annotations
 
-import re
 import shutil
 import uuid
 from pathlib import Path
 
-from .agent.source import CLEAN_SNAPSHOTS_KEPT, SourceSnapshot, directory_revision, extract_tarball, snapshot_directory
-from .artifacts import ArtifactStore
-from .errors import LedgerError, RepositoryNotAllowedError
-from .caches import ContentCache
-from .fingerprints import sha256_bytes
-from .workspaces import extracted_source, mark_used
+from ..caches import ContentCache
+from ..errors import RepositoryNotAllowedError, RepositoryUnavailableError
+from ..fingerprints import sha256_bytes
+from ..source import (
+    CLEAN_SNAPSHOTS_KEPT,
+    UPLOAD_KEY,
+    UPLOAD_PREFIX,
+    SourceSnapshot,
+    directory_revision,
+    extract_tarball,
+    snapshot_directory,
+)
+from ..workspaces import extracted_source, mark_used
+from .s3_artifacts import ArtifactStore
 
-
-UPLOAD_PREFIX = "repositories/"
-UPLOAD_KEY = re.compile(r"^repositories/[0-9a-f]{64}\.tar\.gz$")
-
-
-class RepositoryUnavailableError(LedgerError):
-    pass
-
-
-def upload_key(sha256: str) -> str:
-    return f"{UPLOAD_PREFIX}{sha256}.tar.gz"
 
 
 class SourceResolver:

@@ -1,10 +1,6 @@
-"""The systems effects are written to, each able to confirm a write and to be searched for
-the idempotency key the write carries.
-
-Errors say what is known about the write: `ReceiverUnavailableError` — it was not sent;
-`ReceiverErrorResponse` — the receiver answered with an error; `ReceiverNoResponseError` — it
-was sent and nothing came back, so it may or may not be there; `ReceiverRejectedError` — refused
-for a reason a retry will not fix."""
+"""The receiving systems effects are written to (GitHub issues and pull requests, SNS), each
+able to confirm a write and to be searched for the idempotency key the write carries. What each
+error says about the write is in `agentledger.ports`."""
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +10,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import (
     ClientError,
@@ -24,51 +19,18 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from ..ports import (
+    Confirmation,
+    ReceiverErrorResponse,
+    ReceiverNoResponseError,
+    ReceiverRejectedError,
+    ReceiverUnavailableError,
+)
+
 MARKER_PREFIX = "agentledger-key:"
 TICKET_LABEL = "agentledger"
 BRANCH_PREFIX = "agentledger"
 MAX_LIST_PAGES = 10
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    receiver_id: str
-    url: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
-
-
-class ReceiverError(Exception):
-    def __init__(self, message: str, response: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.response = response or {}
-
-
-class ReceiverUnavailableError(ReceiverError):
-    pass
-
-
-class ReceiverErrorResponse(ReceiverError):
-    pass
-
-
-class ReceiverNoResponseError(ReceiverError):
-    pass
-
-
-class ReceiverRejectedError(ReceiverError):
-    pass
-
-
-class Receiver(Protocol):
-    name: str
-
-    def find(self, key: str) -> list[Confirmation]:
-        """Every record at the receiver that carries `key` (empty when it cannot be searched)."""
-
-    def send(self, key: str, payload: dict[str, Any]) -> Confirmation: ...
-
-    def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
-        """The receiver's own account of the write, checked to carry `key`."""
 
 
 def key_marker(key: str) -> str:

@@ -6,35 +6,16 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
-from .models import (
-    ArtifactRef,
-    Decision,
-    Effect,
-    Evidence,
-    Ledger,
-    Record,
-    Review,
-    Run,
-    RunState,
-    RunStatus,
-    StageRecord,
-    TestRun,
-    Transition,
-    utc_now,
-)
-from .transitions import check_transition
+from ..errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
+from ..models import Decision, Ledger, Record, Run, RunState, RunStatus
+from ..records import KIND_BY_PREFIX, RUN_SK, created_transition, place_record, record_key
+from ..transitions import next_version
 
-RUN_SK = "RUN"
-REVIEW_SK = "REVIEW"
 INDEX_BY_STATUS = "by_status"
 INDEX_BY_TIME = "by_time"
 MAX_PAGE = 100
@@ -67,37 +48,6 @@ def _pk(run_id: str) -> str:
     return f"RUN#{run_id}"
 
 
-@dataclass(frozen=True)
-class RecordKind:
-    """How one kind of record is keyed in the run's item collection and where it goes in a Ledger."""
-
-    model: type[Record]
-    prefix: str
-    key: Callable[[Any], str]
-    place: Callable[[Ledger, Any], None]
-
-
-# The one record <-> key mapping: writing uses `key`, loading uses `prefix` and `place`.
-RECORD_KINDS: tuple[RecordKind, ...] = (
-    RecordKind(StageRecord, "STAGE", lambda r: f"STAGE#{r.stage}",
-               lambda ledger, r: ledger.stages.__setitem__(r.stage.value, r)),
-    RecordKind(Evidence, "EVIDENCE", lambda r: f"EVIDENCE#{r.name}",
-               lambda ledger, r: ledger.evidence.__setitem__(r.name, r)),
-    RecordKind(ArtifactRef, "ARTIFACT", lambda r: f"ARTIFACT#{r.stage}#{r.name}#{r.sha256[:16]}",
-               lambda ledger, r: ledger.artifacts.append(r)),
-    RecordKind(Transition, "TRANSITION", lambda r: f"TRANSITION#{r.version:08d}",
-               lambda ledger, r: ledger.transitions.append(r)),
-    RecordKind(Decision, "DECISION", lambda r: f"DECISION#{r.decision_id}",
-               lambda ledger, r: ledger.decisions.append(r)),
-    RecordKind(Review, REVIEW_SK, lambda r: REVIEW_SK, lambda ledger, r: setattr(ledger, "review", r)),
-    RecordKind(Effect, "EFFECT", lambda r: f"EFFECT#{r.key}", lambda ledger, r: ledger.effects.__setitem__(r.key, r)),
-    RecordKind(TestRun, "TESTRUN", lambda r: f"TESTRUN#{r.digest}",
-               lambda ledger, r: ledger.test_runs.__setitem__(r.digest, r)),
-)
-_KIND_BY_MODEL = {kind.model: kind for kind in RECORD_KINDS}
-_KIND_BY_PREFIX = {kind.prefix: kind for kind in RECORD_KINDS}
-
-
 def _run_item(run: Run) -> dict[str, Any]:
     item = run.model_dump(mode="json")
     item.update(
@@ -108,50 +58,6 @@ def _run_item(run: Run) -> dict[str, Any]:
         created_key=f"{run.created_at}#{run.run_id}",
     )
     return _to_dynamo(item)
-
-
-def new_decision(kind: str, summary: str, details: dict[str, Any], execution: str | None = None,
-                 actor: str | None = None) -> Decision:
-    return Decision(
-        decision_id=f"{utc_now()}#{uuid.uuid4().hex[:8]}",
-        kind=kind,
-        summary=summary,
-        details=details,
-        execution=execution,
-        actor=actor,
-    )
-
-
-def next_version(run: Run, *, reason: str, execution: str | None, to_state: RunState | None,
-                 status: RunStatus | None, changes: dict[str, Any] | None,
-                 records: list[Record]) -> tuple[Run, list[Record]]:
-    """The run one version on and the records to commit with it. A state change must be allowed by
-    the transition table and leaves a Transition record."""
-    updated = run.model_copy(update={**(changes or {}), "version": run.version + 1, "updated_at": utc_now()})
-    records = list(records)
-    if to_state is not None and to_state != run.state:
-        check_transition(run.state, to_state)
-        updated.state = to_state
-        records.append(Transition(version=updated.version, from_state=run.state, to_state=to_state,
-                                  execution=execution, reason=reason))
-    if status is not None:
-        updated.status = status
-    return updated, records
-
-
-def created_transition() -> Transition:
-    return Transition(version=0, from_state=RunState.CREATED, to_state=RunState.CREATED, reason="run created")
-
-
-def record_key(record: Record) -> str:
-    kind = _KIND_BY_MODEL.get(type(record))
-    if kind is None:
-        raise TypeError(f"no ledger key for {type(record).__name__}")
-    return kind.key(record)
-
-
-def place_record(ledger: Ledger, record: Record) -> None:
-    _KIND_BY_MODEL[type(record)].place(ledger, record)
 
 
 class LedgerStore:
@@ -185,7 +91,7 @@ class LedgerStore:
             raise RunNotFoundError(f"no run with id {run_id!r}")
         ledger = Ledger(run=Run.model_validate(run_items[0]))
         for item in items:
-            kind = _KIND_BY_PREFIX.get(item["sk"].split("#", 1)[0])
+            kind = KIND_BY_PREFIX.get(item["sk"].split("#", 1)[0])
             if kind is not None:
                 place_record(ledger, kind.model.model_validate(item))
         ledger.artifacts.sort(key=lambda a: a.created_at)

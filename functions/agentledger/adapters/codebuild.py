@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .models import BuildRequest
-from .states import BuildStatus
-from .testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
+from ..models import BuildRequest
+from ..states import BuildStatus
+from ..testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 
 # How far back `find` looks: the builds a crashed attempt could have started are the newest ones.
 FIND_LOOKBACK_BUILDS = 200

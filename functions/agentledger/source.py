@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import subprocess
 import tarfile
@@ -29,6 +30,14 @@ GIT_TIMEOUT_S = 30
 # Snapshots of clean commits kept for the cheap freshness check: a few repositories' worth, as a
 # warm function or `serve` sees the same few again and again.
 CLEAN_SNAPSHOTS_KEPT = 8
+# Uploaded repositories: s3://<artifact bucket>/repositories/<sha256>.tar.gz, named by their digest.
+UPLOAD_PREFIX = "repositories/"
+UPLOAD_KEY = re.compile(r"^repositories/[0-9a-f]{64}\.tar\.gz$")
+
+
+def upload_key(sha256: str) -> str:
+    return f"{UPLOAD_PREFIX}{sha256}.tar.gz"
+
 
 
 class ArchiveError(ValueError):

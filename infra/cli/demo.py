@@ -18,14 +18,14 @@ from agentledger.faults import CRASH_HEADER
 from infra import PROJECT_ROOT
 from infra.cli import render
 from infra.cli.client import ApiClient, ApiError
-from infra.cli.main import follow_run
+from infra.cli.follow import follow_run
 from infra.cli.render import metrics_summary as render_metrics
 from infra.cli.signing import request_signer
 
-from .metrics import emitted_metrics, summarize
-from .principals import write_profiles
-from .runtime import LocalRuntime
-from .server import LocalApiServer
+from infra.local.metrics import emitted_metrics, summarize
+from infra.local.principals import write_profiles
+from infra.local.runtime import LocalRuntime
+from infra.local.server import LocalApiServer
 
 INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
 LOST_PULL_REQUEST_RESPONSE = "complete:pull_request.after_accept"  # GitHub holds the PR, the answer is lost

@@ -1,0 +1,83 @@
+"""Following a run as it goes: the stage lines `run --wait`, `resume --wait` and `demo` print
+while they wait, and the error a wait that gives up raises."""
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from agentledger.states import RunStatus
+
+from . import render
+from .client import ApiClient
+
+POLL_INTERVAL_S = 0.3
+CLEAR_LINE = "\r\x1b[K"
+# Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
+SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
+# Exit codes (the README's table): 0 done or waiting for review, and for every command that
+# answered. There is no "failed" run status: every failure ends with a person (3).
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_NEEDS_PERSON = 3
+EXIT_STILL_RUNNING = 4  # --wait gave up after --timeout; the run goes on
+EXIT_INTERRUPTED = 130
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
+
+StageMarks = dict[str, tuple[Any, ...]]
+
+
+class CliError(Exception):
+    """A problem the user can fix, reported as one line."""
+
+    exit_code = EXIT_USER_ERROR
+
+
+class StillRunning(CliError):
+    exit_code = EXIT_STILL_RUNNING
+
+
+def run_path(run_id: str) -> str:
+    return f"/runs/{run_id}"
+
+
+def stage_marks(document: dict[str, Any] | None) -> StageMarks:
+    stages = (document or {}).get("stages") or {}
+    return {name: (stages[name]["status"], stages[name].get("attempt"), stages[name].get("execution"))
+            for name in render.STAGE_ORDER if name in stages}
+
+
+def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progress: bool,
+            already_seen: StageMarks | None = None) -> dict[str, Any]:
+    """Poll the run until it settles, printing a stage's line whenever that stage starts, finishes,
+    fails or is invalidated. Returns the last run document."""
+    seen = dict(already_seen or {})
+    deadline = time.monotonic() + timeout_s
+    live = show_progress and sys.stdout.isatty()  # a rewritten line only where a person watches
+    while True:
+        document = client.get(run_path(run_id))
+        for name, mark in stage_marks(document).items():
+            if seen.get(name) != mark:
+                seen[name] = mark
+                if show_progress:
+                    print(f"{CLEAR_LINE if live else ''}{render.stage_progress_line(document['stages'][name])}",
+                          flush=True)
+        status = document["run"]["status"]
+        if status in SETTLED and not _decided_but_not_yet_moved_on(document):
+            if live:
+                print(CLEAR_LINE, end="", flush=True)
+            return document
+        elapsed = render.elapsed_line(document["stages"], datetime.now(timezone.utc)) if live else None
+        if elapsed:
+            print(f"{CLEAR_LINE}{elapsed}", end="", flush=True)
+        if time.monotonic() >= deadline:
+            raise StillRunning(f"{run_id} is still {status} after {timeout_s:g}s; "
+                           f"it goes on without us: follow it with `agentledger show {run_id}`")
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _decided_but_not_yet_moved_on(document: dict[str, Any]) -> bool:
+    """A review was answered and the execution has not yet left the review state."""
+    review = document.get("review") or {}
+    return document["run"]["status"] == RunStatus.AWAITING_REVIEW and bool(review.get("decision"))
