@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from infra.local.runtime import LocalRuntime
-from tests.samples import write_sample_repository
 from tests import counting_agent
+from tests.samples import write_sample_repository
 from tests.stack_driver import Driver
-
 
 
 @pytest.fixture

@@ -23,6 +23,16 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import (
     BasePersistenceLayer,
 )
 
+from agentledger.ports import (
+    Confirmation,
+    Receiver,
+    ReceiverErrorResponse,
+    ReceiverNoResponseError,
+    ReceiverRejectedError,
+    ReceiverUnavailableError,
+)
+from agentledger.records import new_decision
+
 from . import faults, metric_names
 from .config import Settings
 from .errors import (
@@ -33,10 +43,8 @@ from .errors import (
 )
 from .fingerprints import digest
 from .freshness import require_fresh_upstream
-from agentledger.records import new_decision
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
-from agentledger.ports import Confirmation, Receiver, ReceiverErrorResponse, ReceiverNoResponseError, ReceiverRejectedError, ReceiverUnavailableError
 from .restart import evaluate_evidence
 from .states import EFFECTS, DecisionKind, RunOutcome
 

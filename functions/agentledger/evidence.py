@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentledger.source import SourceSnapshot
+
 from .fingerprints import digest
 from .models import ArtifactRef, Evidence, Ledger
 from .states import WORK_STAGES, RunOutcome, Stage

@@ -2,11 +2,12 @@
 match the world; stale evidence is invalidated (once, with what changed) and the action refused."""
 from __future__ import annotations
 
-from . import metric_names
+from agentledger.records import new_decision
 from agentledger.source import SourceSnapshot
+
+from . import metric_names
 from .errors import ConcurrentModificationError, StaleContextError
 from .evidence import EVIDENCE_OF, stages_before
-from agentledger.records import new_decision
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
 from .ports import LedgerPort, MetricSink
 from .restart import EvidenceStatuses, ManifestReader, assess, is_stage_valid

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentledger.source import SourceSnapshot, changed_files, named_changes
+
 from .evidence import EVIDENCE_GRAPH, EVIDENCE_OF, MANIFEST, TREE, UPSTREAM_PREFIX, manifest_ref, stages_of
 from .models import WORK_STAGES, ArtifactRef, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
 from .states import EvidenceState, FailureKind, NextAction, RecoveryAction

@@ -8,8 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from agentledger.records import new_decision
+from agentledger.source import SourceSnapshot, upload_key
+
 from . import metric_names
 from .config import Settings
+from .cursors import CursorSeal
 from .errors import (
     ConcurrentModificationError,
     RepositoryNotAllowedError,
@@ -20,7 +24,7 @@ from .errors import (
 from .evidence import stage_evidence
 from .fingerprints import digest, sha256_bytes
 from .freshness import invalidate, review_still_holds
-from agentledger.records import new_decision
+from .limits import MAX_UPLOAD_BYTES
 from .models import (
     ArtifactRef,
     Assessment,
@@ -37,12 +41,8 @@ from .models import (
     StageStatus,
     utc_now,
 )
-from agentledger.source import SourceSnapshot
-from .cursors import CursorSeal
-from .limits import MAX_UPLOAD_BYTES
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
-from agentledger.source import upload_key
 from .states import DecisionKind, EvidenceState, Verdict
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})

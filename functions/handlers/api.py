@@ -4,23 +4,6 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from agentledger.config import Settings
-from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
-from agentledger.models import RunStatus
-from agentledger.service import (
-    CreateRunRequest,
-    ErrorBody,
-    RepositoryRejectedError,
-    ResumeOutcome,
-    ReviewOutcome,
-    ReviewRequest,
-    RunConflictError,
-    RunPage,
-    RunSummary,
-    RunView,
-    UploadGrant,
-    UploadRequest,
-)
 from aws_lambda_powertools.event_handler import (
     APIGatewayRestResolver,
     Response,
@@ -45,6 +28,24 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
+
+from agentledger.config import Settings
+from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
+from agentledger.models import RunStatus
+from agentledger.service import (
+    CreateRunRequest,
+    ErrorBody,
+    RepositoryRejectedError,
+    ResumeOutcome,
+    ReviewOutcome,
+    ReviewRequest,
+    RunConflictError,
+    RunPage,
+    RunSummary,
+    RunView,
+    UploadGrant,
+    UploadRequest,
+)
 
 from .wiring import lambda_handler, logger, service
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentledger.states import EFFECTS
 from pydantic import BaseModel, Field, field_validator
+
+from agentledger.states import EFFECTS
 
 
 class StageEvent(BaseModel):

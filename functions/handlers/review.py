@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentledger.models import Stage
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from agentledger.models import Stage
 
 from .events import StageEvent
 from .wiring import effects, lambda_handler, logger, workflow

@@ -4,8 +4,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentledger.models import Stage
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from agentledger.models import Stage
 
 from .events import StageEvent
 from .wiring import lambda_handler, logger, workflow

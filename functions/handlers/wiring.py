@@ -7,27 +7,28 @@ from functools import lru_cache
 from typing import Any
 
 import boto3
-from botocore.config import Config
-from agentledger import metric_names
-from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceAgent, load_agent
-from agentledger.adapters.s3_artifacts import ArtifactStore
-from agentledger.adapters.codebuild import CodeBuildBuilds
-from agentledger.config import Settings
-from agentledger.cursors import CursorSeal
-from agentledger.effects import EffectRunner
-from agentledger.adapters.stepfunctions import ExecutionControl
-from agentledger.adapters.dynamodb_ledger import LedgerStore
-from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests, SnsNotifications
-from agentledger.ports import Receiver
-from agentledger.service import RunService
-from agentledger.adapters.repositories import SourceResolver
-from agentledger.workflow import Workflow
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.parser import event_parser
+from botocore.config import Config
 from pydantic import BaseModel
+
+from agentledger import metric_names
+from agentledger.adapters.codebuild import CodeBuildBuilds
+from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests, SnsNotifications
+from agentledger.adapters.repositories import SourceResolver
+from agentledger.adapters.s3_artifacts import ArtifactStore
+from agentledger.adapters.stepfunctions import ExecutionControl
+from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceAgent, load_agent
+from agentledger.config import Settings
+from agentledger.cursors import CursorSeal
+from agentledger.effects import EffectRunner
+from agentledger.ports import Receiver
+from agentledger.service import RunService
+from agentledger.workflow import Workflow
 
 logger = Logger()
 tracer = Tracer()

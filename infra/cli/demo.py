@@ -21,7 +21,6 @@ from infra.cli.client import ApiClient, ApiError
 from infra.cli.follow import follow_run
 from infra.cli.render import metrics_summary as render_metrics
 from infra.cli.signing import request_signer
-
 from infra.local.metrics import emitted_metrics, summarize
 from infra.local.principals import write_profiles
 from infra.local.runtime import LocalRuntime

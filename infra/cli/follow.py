@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from agentledger.states import RunStatus
@@ -68,7 +68,7 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
             if live:
                 print(CLEAR_LINE, end="", flush=True)
             return document
-        elapsed = render.elapsed_line(document["stages"], datetime.now(timezone.utc)) if live else None
+        elapsed = render.elapsed_line(document["stages"], datetime.now(UTC)) if live else None
         if elapsed:
             print(f"{CLEAR_LINE}{elapsed}", end="", flush=True)
         if time.monotonic() >= deadline:

@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Callable
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.s3.responses import S3Response
@@ -88,7 +88,7 @@ def _policy_problem(form: dict[str, str], bucket: str, size: int) -> str | None:
     # Not its signature: moto authenticates no S3 request, so a forged policy proves nothing more
     # than a plain PUT would. What a grant binds is checked: expiry, bucket, key and size.
     document = json.loads(base64.b64decode(form["policy"]))
-    if datetime.fromisoformat(document["expiration"].replace("Z", "+00:00")) < datetime.now(timezone.utc):
+    if datetime.fromisoformat(document["expiration"].replace("Z", "+00:00")) < datetime.now(UTC):
         return "Invalid according to Policy: Policy expired."
     values = {**form, "bucket": bucket}
     for condition in document.get("conditions", []):
@@ -100,9 +100,7 @@ def _policy_problem(form: dict[str, str], bucket: str, size: int) -> str | None:
             if not condition[1] <= size <= condition[2]:
                 return "Your proposed upload exceeds the maximum allowed size" if size > condition[2] \
                     else "Your proposed upload is smaller than the minimum allowed size"
-        elif condition[0] == "eq" and values.get(condition[1].lstrip("$")) != condition[2]:
-            return f"Invalid according to Policy: Policy Condition failed: {json.dumps(condition)}"
-        elif condition[0] == "starts-with" and not values.get(condition[1].lstrip("$"), "").startswith(condition[2]):
+        elif condition[0] == "eq" and values.get(condition[1].lstrip("$")) != condition[2] or condition[0] == "starts-with" and not values.get(condition[1].lstrip("$"), "").startswith(condition[2]):
             return f"Invalid according to Policy: Policy Condition failed: {json.dumps(condition)}"
     return None
 

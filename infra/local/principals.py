@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def write_profiles(directory: Path, principals: list[LocalPrincipal]) -> tuple[P
                                     "aws_secret_access_key": principal.secret_access_key}
             config["default" if section == "default" else f"profile {section}"] = {"region": REGION}
     paths = directory / "credentials", directory / "config"
-    for path, parser in zip(paths, (credentials, config)):
+    for path, parser in zip(paths, (credentials, config), strict=False):
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
             parser.write(file)
@@ -108,7 +108,7 @@ def verify_signature(method: str, url: str, headers: Mapping[str, str], body: by
                                f"{parsed['region']}/{parsed['service']}")
     amz_date = lowered.get("x-amz-date", "")
     signed_at = _parse_amz_date(amz_date)
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     if abs(moment - signed_at) > CLOCK_SKEW or not amz_date.startswith(parsed["date"]):
         raise SignatureRefused(f"Signature expired: {amz_date} is now earlier than "
                                f"{(moment - CLOCK_SKEW).strftime('%Y%m%dT%H%M%SZ')}")
@@ -128,7 +128,7 @@ def verify_signature(method: str, url: str, headers: Mapping[str, str], body: by
 
 def _parse_amz_date(value: str) -> datetime:
     try:
-        return datetime.strptime(value, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+        return datetime.strptime(value, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
     except ValueError:
         raise SignatureRefused("Authorization requires a valid X-Amz-Date header (YYYYMMDD'T'HHMMSS'Z')") from None
 

@@ -13,16 +13,15 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from http import HTTPStatus
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.service import run_id_for
-
 from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
 

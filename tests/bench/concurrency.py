@@ -136,7 +136,7 @@ def transition_faults(view: dict[str, Any]) -> tuple[int, int]:
     versions = Counter(transition["version"] for transition in transitions)
     doubled = sum(count - 1 for count in versions.values())
     lost = 0
-    for before, after in zip(transitions, transitions[1:]):
+    for before, after in zip(transitions, transitions[1:], strict=False):
         if after["from_state"] == before["to_state"]:
             continue
         if (after["from_state"], after["to_state"]) == (before["from_state"], before["to_state"]):

@@ -81,7 +81,7 @@ class Restarts:
         stopped = self.client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, TIMEOUT_S)
         if len(stopped) < count:
             raise TimeoutError(f"{count - len(stopped)} of the runs to resume did not stop within {TIMEOUT_S} s")
-        return list(zip(run_ids, repositories))
+        return list(zip(run_ids, repositories, strict=False))
 
     def resume(self, run_id: str, repository: Path, change_source: bool) -> Reached:
         if change_source:

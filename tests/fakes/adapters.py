@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.artifacts import ContentAddressedArtifacts, run_prefix
 from agentledger.errors import (
     ConcurrentModificationError,
     RunAlreadyExistsError,
     RunNotFoundError,
 )
-from agentledger.records import created_transition, place_record, record_key
-from agentledger.transitions import next_version
 from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus
+from agentledger.records import created_transition, place_record, record_key
+from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
+from agentledger.transitions import next_version
 
 
 class InMemoryLedger:

@@ -12,7 +12,6 @@ from typing import Literal
 from agentledger.models import BuildRequest
 from agentledger.states import BuildStatus
 from agentledger.testrun import layout
-
 from tests.fakes.adapters import InMemoryArtifacts
 
 Outcome = Literal["pass", "fail", "no_tests", "nothing_collected", "timeout", "install_timeout", "no_upload"]

@@ -6,7 +6,6 @@ import time
 from collections import deque
 from typing import Any
 
-from agentledger.ports import Confirmation, ReceiverErrorResponse, ReceiverNoResponseError
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyItemAlreadyExistsError,
     IdempotencyItemNotFoundError,
@@ -16,6 +15,8 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import (
     BasePersistenceLayer,
     DataRecord,
 )
+
+from agentledger.ports import Confirmation, ReceiverErrorResponse, ReceiverNoResponseError
 
 DROP_RESPONSE = "drop_response"  # accept and store the write, then lose the answer
 UNAVAILABLE = "unavailable"  # answer 503 without storing anything

@@ -11,8 +11,8 @@ from pathlib import Path
 from infra.local.deploy import STACK_NAME
 from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
-from tests.samples import write_sample_repository
 from infra.local.synth import synthesize
+from tests.samples import write_sample_repository
 
 
 def broken_assembly(mistake: str) -> Path:

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
-from botocore.config import Config
 import pytest
+from botocore.config import Config
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
-from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.adapters.codebuild import CodeBuildBuilds
+from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.models import BuildRequest, Stage
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config

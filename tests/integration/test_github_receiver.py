@@ -7,7 +7,12 @@ import time
 import pytest
 
 from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests
-from agentledger.ports import ReceiverErrorResponse, ReceiverNoResponseError, ReceiverRejectedError, ReceiverUnavailableError
+from agentledger.ports import (
+    ReceiverErrorResponse,
+    ReceiverNoResponseError,
+    ReceiverRejectedError,
+    ReceiverUnavailableError,
+)
 from infra.local.github_receiver import LocalGitHub
 
 pytestmark = pytest.mark.integration

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentledger.source import SourceSnapshot
+from agentledger.evidence import EVIDENCE_OF, file_reads, stage_evidence
 from agentledger.fingerprints import digest, sha256_bytes
 from agentledger.models import ArtifactRef, Evidence, Ledger, Run, Stage, StageRecord, StageStatus
-from agentledger.evidence import EVIDENCE_OF, file_reads, stage_evidence
+from agentledger.source import SourceSnapshot
 from tests.fakes.adapters import InMemoryArtifacts
 
 REVISION = "rev-1"

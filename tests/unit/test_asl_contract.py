@@ -38,7 +38,7 @@ def test_every_task_retries_the_transient_errors_the_policy_names(name: str) -> 
 
 
 def test_the_lock_wait_is_retried_by_the_effect_states_and_only_there() -> None:
-    assert EFFECT_TASKS == {"Await review", "Open pull request", "Open ticket", "Announce completion"}
+    assert {"Await review", "Open pull request", "Open ticket", "Announce completion"} == EFFECT_TASKS
     for name in EFFECT_TASKS:
         assert any(RECHECK in retry["ErrorEquals"] for retry in TASKS[name]["Retry"])
 

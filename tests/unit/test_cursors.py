@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentledger.cursors import FORGED, CursorSeal
 from agentledger.adapters.dynamodb_ledger import encode_cursor
+from agentledger.cursors import FORGED, CursorSeal
 
 KEY = b"a-key-of-enough-length"
 CURSOR = encode_cursor({"pk": "run#run-1", "sk": "run", "entity": "run", "created_key": "2026-12-03#run-1"})

@@ -8,7 +8,6 @@ from decimal import Decimal
 
 import pytest
 
-from agentledger.records import REVIEW_SK, new_decision, record_key
 from agentledger.adapters.dynamodb_ledger import _from_dynamo, _to_dynamo, decode_cursor, encode_cursor
 from agentledger.models import (
     ArtifactRef,
@@ -22,6 +21,7 @@ from agentledger.models import (
     StageStatus,
     Transition,
 )
+from agentledger.records import REVIEW_SK, new_decision, record_key
 from tests.unit import builders as b
 
 pytestmark = pytest.mark.unit

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -246,15 +247,15 @@ def test_the_review_brief_shows_the_plan_the_change_the_tests_and_what_still_hol
 
 
 def test_the_live_line_names_the_running_stage_and_its_time_so_far() -> None:
-    from datetime import datetime, timezone  # noqa: PLC0415
+    from datetime import datetime  # noqa: PLC0415
 
     stages = {"inspect": {"stage": "inspect", "status": "complete", "started_at": "2026-12-03T10:00:00+00:00"},
               "verify": {"stage": "verify", "status": "running", "started_at": "2026-12-03T10:00:05+00:00"}}
-    assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 0, 47, tzinfo=timezone.utc)) == \
+    assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 0, 47, tzinfo=UTC)) == \
         "  … verify running for 42s"
-    assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 3, 10, tzinfo=timezone.utc)) == \
+    assert render.elapsed_line(stages, datetime(2026, 12, 3, 10, 3, 10, tzinfo=UTC)) == \
         "  … verify running for 3m05s"
-    assert render.elapsed_line({"inspect": stages["inspect"]}, datetime.now(timezone.utc)) is None
+    assert render.elapsed_line({"inspect": stages["inspect"]}, datetime.now(UTC)) is None
 
 
 def test_a_complete_run_names_its_pull_request_or_says_it_had_nothing_to_do() -> None:

@@ -6,10 +6,8 @@ import json
 
 import pytest
 
-from agentledger.source import SourceSnapshot
-from agentledger.models import Ledger, Stage, StageStatus
-from agentledger.states import NextAction
 from agentledger.evidence import EVIDENCE_OF
+from agentledger.models import Ledger, Stage, StageStatus
 from agentledger.restart import (
     MISSING,
     STALE,
@@ -20,6 +18,8 @@ from agentledger.restart import (
     is_stage_valid,
     parse_cause,
 )
+from agentledger.source import SourceSnapshot
+from agentledger.states import NextAction
 from tests.unit import builders as b
 
 pytestmark = pytest.mark.unit

@@ -11,9 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from agentledger.errors import RepositoryNotAllowedError
-from agentledger.errors import RepositoryUnavailableError
 from agentledger.adapters.repositories import SourceResolver
+from agentledger.errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from agentledger.source import upload_key
 
 pytestmark = pytest.mark.unit

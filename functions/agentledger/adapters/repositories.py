@@ -24,7 +24,6 @@ from ..workspaces import extracted_source, mark_used
 from .s3_artifacts import ArtifactStore
 
 
-
 class SourceResolver:
     def __init__(self, artifacts: ArtifactStore, workspace_root: Path, local_roots: tuple[Path, ...] = ()) -> None:
         """`local_roots`: the directories under which local repositories may lie; empty on AWS,

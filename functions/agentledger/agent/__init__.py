@@ -11,6 +11,7 @@ import importlib
 import os
 from typing import Protocol, runtime_checkable
 
+from agentledger.agent.bedrock import BedrockPlanner, BedrockSettings, PlannerOutputError
 from agentledger.agent.executor import Execution, apply_files, write_tests
 from agentledger.agent.inventory import (
     Inventory,
@@ -18,7 +19,6 @@ from agentledger.agent.inventory import (
     ObjectInfo,
     inspect_repository,
 )
-from agentledger.agent.bedrock import BedrockPlanner, BedrockSettings, PlannerOutputError
 from agentledger.agent.planner import (
     DocstringExamplePlanner,
     Example,

@@ -24,8 +24,8 @@ from agentledger.agent.planner import (
     generated_test_path,
     project_option_flags,
 )
-from agentledger.source import SourceSnapshot, is_safe_relative_path
 from agentledger.fingerprints import sha256_bytes
+from agentledger.source import SourceSnapshot, is_safe_relative_path
 
 PLAN_TOOL = "submit_plan"
 MAX_SOURCE_CHARS = 60_000  # of module source put into one prompt

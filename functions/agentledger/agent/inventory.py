@@ -12,9 +12,9 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
-from agentledger.source import SourceSnapshot
 from agentledger.caches import ContentCache
 from agentledger.fingerprints import sha256_bytes
+from agentledger.source import SourceSnapshot
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 DocumentedNode = ast.Module | ast.ClassDef | FunctionNode

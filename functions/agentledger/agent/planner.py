@@ -18,8 +18,8 @@ from agentledger.agent.inventory import (
     module_import_path,
     parse_module,
 )
-from agentledger.source import SourceSnapshot, is_safe_relative_path
 from agentledger.fingerprints import digest, sha256_bytes
+from agentledger.source import SourceSnapshot, is_safe_relative_path
 from agentledger.testrun.config import ConfigError, read_bounded
 
 GENERATED_TESTS_DIR = "agentledger_tests"

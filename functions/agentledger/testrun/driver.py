@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 # Repeated from agentledger/testrun/layout.py (tests/unit/testrun/test_layout.py checks they agree).
 REPOSITORY_DIR = "repository"
@@ -75,13 +75,13 @@ def say(message: str) -> None:
 
 @dataclass(frozen=True)
 class Config:
-    install: List[str]
+    install: list[str]
     test: str
     timeout_s: int
-    junit: List[str]
-    env: Dict[str, str]
+    junit: list[str]
+    env: dict[str, str]
     virtualenv: bool
-    cache_key_files: List[str]
+    cache_key_files: list[str]
 
 
 def load_config(path: Path) -> Config:
@@ -132,7 +132,7 @@ def is_string_list(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Outcome:
-    exit_code: Optional[int]  # None when the command was killed at its deadline
+    exit_code: int | None  # None when the command was killed at its deadline
     duration_s: float
     timed_out: bool
 
@@ -141,7 +141,7 @@ class Outcome:
         return self.exit_code == 0
 
 
-def command_environment(config: Config, results: Path) -> Dict[str, str]:
+def command_environment(config: Config, results: Path) -> dict[str, str]:
     """From scratch: the build's own variables (the output grant, AWS credentials, CODEBUILD_*)
     must never reach code from the repository."""
     environment = {name: os.environ[name] for name in INHERITED_VARIABLES if name in os.environ}
@@ -156,19 +156,19 @@ def command_environment(config: Config, results: Path) -> Dict[str, str]:
     return environment
 
 
-def inside_venv(environment: Dict[str, str], venv: Path) -> Dict[str, str]:
+def inside_venv(environment: dict[str, str], venv: Path) -> dict[str, str]:
     bin_dir = str(venv / "bin")
     path = environment.get("PATH")
     return {**environment, "PATH": f"{bin_dir}{os.pathsep}{path}" if path else bin_dir,
             "VIRTUAL_ENV": str(venv)}
 
 
-def shell_argv(command: str, environment: Dict[str, str]) -> List[str]:
+def shell_argv(command: str, environment: dict[str, str]) -> list[str]:
     shell = shutil.which("bash", path=environment.get("PATH")) or "sh"
     return [shell, "-c", command]
 
 
-def run_logged(argv: List[str], shown_as: str, environment: Dict[str, str], cwd: Path,
+def run_logged(argv: list[str], shown_as: str, environment: dict[str, str], cwd: Path,
                log_path: Path, timeout_s: int) -> Outcome:
     """Runs one command with its output appended to the log (a file, not a pipe, so nothing it
     leaves running can block us on a full or open pipe)."""
@@ -219,8 +219,8 @@ def become_subreaper() -> None:
         pass  # not Linux: the process group kill is what remains
 
 
-def descendants(root: int) -> List[int]:
-    children: Dict[int, List[int]] = {}
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -286,7 +286,7 @@ class Workspace:
     """The build's working directory, with absolute paths (commands run inside the repository)."""
     root: Path
     config: Config
-    environment: Dict[str, str]
+    environment: dict[str, str]
 
     @property
     def repository(self) -> Path:
@@ -300,10 +300,10 @@ class Workspace:
     def log(self) -> Path:
         return self.root / RAW_OUTPUT_FILE
 
-    def run(self, command: str, environment: Dict[str, str]) -> Outcome:
+    def run(self, command: str, environment: dict[str, str]) -> Outcome:
         return self.run_argv(shell_argv(command, environment), command, environment)
 
-    def run_argv(self, argv: List[str], shown_as: str, environment: Dict[str, str]) -> Outcome:
+    def run_argv(self, argv: list[str], shown_as: str, environment: dict[str, str]) -> Outcome:
         return run_logged(argv, shown_as, environment, self.repository, self.log,
                           self.config.timeout_s)
 
@@ -313,10 +313,10 @@ class Workspace:
 @dataclass(frozen=True)
 class InstallResult:
     commands: int  # how many install commands ran (none on a cache hit)
-    exit_code: Optional[int]
+    exit_code: int | None
     duration_s: float
     timed_out: bool
-    cache_hit: Optional[bool]  # None without a virtualenv: nothing is cached
+    cache_hit: bool | None  # None without a virtualenv: nothing is cached
 
     @property
     def succeeded(self) -> bool:
@@ -356,7 +356,7 @@ def create_venv(workspace: Workspace, venv: Path) -> Outcome:
 
 
 def run_install_commands(workspace: Workspace,
-                         environment: Dict[str, str]) -> Tuple[int, Optional[Outcome]]:
+                         environment: dict[str, str]) -> tuple[int, Outcome | None]:
     """Runs the install commands up to the first that fails; returns how many ran and the last
     outcome (None when there was nothing to run)."""
     outcome = None
@@ -368,8 +368,8 @@ def run_install_commands(workspace: Workspace,
     return len(workspace.config.install), outcome
 
 
-def install_result(commands: int, outcome: Optional[Outcome], started: float,
-                   cache_hit: Optional[bool]) -> InstallResult:
+def install_result(commands: int, outcome: Outcome | None, started: float,
+                   cache_hit: bool | None) -> InstallResult:
     return InstallResult(
         commands=commands,
         exit_code=0 if outcome is None else outcome.exit_code,
@@ -395,14 +395,14 @@ def cache_key(config: Config, repository: Path) -> str:
     return hashlib.sha256(json.dumps(document).encode()).hexdigest()
 
 
-def file_digest(repository: Path, name: str) -> Optional[str]:
+def file_digest(repository: Path, name: str) -> str | None:
     """None for a file that is missing, outside the repository or not a regular file (reading a
     FIFO or /dev/zero that the repository points at would never end)."""
     path = contained_regular_file(repository, repository / name)
     return None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def contained_regular_file(repository: Path, candidate: Path) -> Optional[Path]:
+def contained_regular_file(repository: Path, candidate: Path) -> Path | None:
     try:
         resolved = candidate.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -414,7 +414,7 @@ def contained_regular_file(repository: Path, candidate: Path) -> Optional[Path]:
 
 # --- tests -------------------------------------------------------------------------------------
 
-def run_tests(workspace: Workspace, venv: Optional[Path]) -> Outcome:
+def run_tests(workspace: Workspace, venv: Path | None) -> Outcome:
     say(f"running tests: {workspace.config.test}")
     environment = workspace.environment
     if venv is not None:
@@ -432,7 +432,7 @@ def working_copy_path(workspace: Workspace) -> str:
 
 # --- results -----------------------------------------------------------------------------------
 
-def collect_junit(workspace: Workspace) -> List[str]:
+def collect_junit(workspace: Workspace) -> list[str]:
     """Keeps the reports the tests wrote into the results and copies those the globs match.
     The commands' processes are dead by now, so nothing changes the tree while it is checked."""
     junit = workspace.results / JUNIT_DIR
@@ -449,7 +449,7 @@ def collect_junit(workspace: Workspace) -> List[str]:
     return sorted(kept)
 
 
-def keep_written_reports(junit: Path) -> List[str]:
+def keep_written_reports(junit: Path) -> list[str]:
     """Only regular XML files within the limits stay (no symlinks: the upload must not carry
     links the orchestrator might follow)."""
     kept = []
@@ -465,7 +465,7 @@ def keep_written_reports(junit: Path) -> List[str]:
     return kept
 
 
-def glob_inside(repository: Path, pattern: str) -> List[Path]:
+def glob_inside(repository: Path, pattern: str) -> list[Path]:
     """The regular files the pattern matches inside the repository, resolved; never a symlink
     and never a path outside it."""
     if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
@@ -507,8 +507,8 @@ def write_output_tail(log: Path, destination: Path) -> None:
     destination.write_text(note + tail.decode("utf-8", errors="replace"), encoding="utf-8")
 
 
-def write_result(results: Path, install: InstallResult, test: Optional[Outcome], command: str,
-                 junit_files: List[str]) -> None:
+def write_result(results: Path, install: InstallResult, test: Outcome | None, command: str,
+                 junit_files: list[str]) -> None:
     document = {
         "install": asdict(install),
         "test": None if test is None else {"command": command, **asdict(test)},
@@ -561,7 +561,7 @@ def upload() -> int:
     return 0
 
 
-def load_grant() -> Dict[str, Any]:
+def load_grant() -> dict[str, Any]:
     try:
         grant = json.loads(os.environ[OUTPUT_GRANT_VARIABLE])
     except KeyError:
@@ -583,12 +583,12 @@ def make_archive(results: Path, archive: Path) -> Path:
     return archive
 
 
-def only_files_and_directories(member: tarfile.TarInfo) -> Optional[tarfile.TarInfo]:
+def only_files_and_directories(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
     # The tests could have written links or devices into the results; they do not leave the build.
     return member if member.isfile() or member.isdir() else None
 
 
-def multipart_body(fields: Dict[str, Any], content: bytes, boundary: str) -> bytes:
+def multipart_body(fields: dict[str, Any], content: bytes, boundary: str) -> bytes:
     """The presigned POST's fields in their order, then the file: S3 ignores fields after it."""
     parts = []
     for name, value in fields.items():
@@ -634,7 +634,7 @@ def post(url: str, body: bytes, boundary: str) -> int:
 COMMANDS = {"run": run, "upload": upload}
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] not in COMMANDS:
         print(f"usage: driver.py {'|'.join(COMMANDS)}", file=sys.stderr)
         return 2

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .. import metric_names
 from agentledger.records import new_decision
+
+from .. import metric_names
 from ..models import (
     WORK_STAGES,
     EffectSummary,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentledger.records import new_decision
+
 from .. import faults, metric_names
 from ..agent import Agent
 from ..config import Settings
 from ..errors import SupersededExecutionError
 from ..evidence import EVIDENCE_OF
 from ..freshness import invalidate, require_fresh_upstream
-from agentledger.records import new_decision
 from ..models import (
     WORK_STAGES,
     Ledger,

@@ -7,14 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger.records import new_decision
+from agentledger.source import SourceSnapshot
+
 from .. import metric_names
 from ..agent import Agent, Execution, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
-from agentledger.source import SourceSnapshot
 from ..config import Settings
 from ..errors import StaleContextError
 from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
 from ..fingerprints import digest
-from agentledger.records import new_decision
 from ..models import (
     ArtifactRef,
     ChangeRequest,
@@ -28,9 +29,9 @@ from ..models import (
     Stage,
     StageStatus,
 )
+from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import DecisionKind, Verdict
 from ..workspaces import execute_workspace, expire_workspaces
-from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from .verification import TestBuilds
 
 

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .. import faults
 from agentledger.artifacts import run_prefix
+
+from .. import faults
 from ..errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
 from ..fingerprints import digest, sha256_bytes
 from ..models import ArtifactRef, BuildRequest, Run, Stage, TestRun, utc_now

@@ -7,8 +7,8 @@ import tarfile
 import pytest
 
 from agentledger.agent import ArchiveError, changed_files, extract_tarball, snapshot_directory
-from agentledger.source import directory_revision
 from agentledger.fingerprints import digest
+from agentledger.source import directory_revision
 
 from .samples import make_git_repo, make_sample_repo, write
 

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from agentledger.testrun.config import (
-    DEFAULT_IMAGE, DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, ConfigError, TestRunConfig, describe, load_config,
+    DEFAULT_IMAGE,
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+    ConfigError,
+    TestRunConfig,
+    describe,
+    load_config,
 )
 
 pytestmark = pytest.mark.unit
