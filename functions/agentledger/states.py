@@ -34,13 +34,17 @@ EFFECTS: dict[str, EffectSpec] = {
 }
 
 
-def _stages_between(first: dict[str, str], last: dict[str, str]) -> dict[str, str]:
-    return {**first, **{stage.name: stage.value for stage in Stage}, **last}
-
-
-# Where a run is: a stage, or one of the states around the stages. Built from Stage, so the stage
-# names are written once.
-RunState = StrEnum("RunState", _stages_between({"CREATED": "created"}, {"NEEDS_PERSON": "needs_person"}))
+# Where a run is: a stage, or one of the states around the stages. The stages are spelled out
+# again so a type checker sees the members; tests/unit/test_transitions.py checks they are Stage's.
+class RunState(StrEnum):
+    CREATED = "created"
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+    NEEDS_PERSON = "needs_person"
 
 
 class RunStatus(StrEnum):
@@ -132,5 +136,14 @@ class RecoveryAction(StrEnum):
 
 
 # What a restart assessment says is safe next: a stage, nothing (done), or a person. The state
-# machine's "Route to next stage" Choice matches these values.
-NextAction = StrEnum("NextAction", _stages_between({}, {"DONE": "done", "NEEDS_PERSON": "needs_person"}))
+# machine's "Route to next stage" Choice matches these values. The stages are Stage's (checked in
+# tests/unit/test_transitions.py).
+class NextAction(StrEnum):
+    INSPECT = "inspect"
+    PLAN = "plan"
+    EXECUTE = "execute"
+    VERIFY = "verify"
+    AWAIT_REVIEW = "await_review"
+    COMPLETE = "complete"
+    DONE = "done"
+    NEEDS_PERSON = "needs_person"

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from collections import deque
+from enum import StrEnum
 
 import pytest
 
 from agentledger.errors import IllegalTransitionError, LedgerError
 from agentledger.models import RunState, Stage
+from agentledger.states import NextAction
 from agentledger.transitions import ALLOWED_TRANSITIONS, check_transition
 
 pytestmark = pytest.mark.unit
@@ -96,3 +98,12 @@ def test_every_state_is_reachable_from_created() -> None:
             seen.add(target)
             queue.append(target)
     assert seen == set(RunState)
+
+
+@pytest.mark.parametrize("names", [RunState, NextAction], ids=lambda e: e.__name__)
+def test_every_stage_is_a_run_state_and_a_next_action_under_its_own_name(names: type[StrEnum]) -> None:
+    stages = {stage.name: stage.value for stage in Stage}
+    members = {member.name: member.value for member in names}
+
+    assert stages.items() <= members.items()
+    assert [name for name in members if name in stages] == list(stages)  # in the workflow's order
