@@ -212,10 +212,11 @@ class SnsNotifications:
         except ReadTimeoutError as error:
             raise ReceiverNoResponseError(f"no answer from SNS: {error}") from error
         except ClientError as error:
-            code = error.response["Error"]["Code"]
+            details = dict(error.response["Error"])
+            code = details["Code"]
             if code in ("Throttling", "ThrottledException", "InternalError", "ServiceUnavailable"):
-                raise ReceiverErrorResponse(f"SNS answered {code}", error.response["Error"]) from error
-            raise ReceiverRejectedError(f"SNS refused the notification: {code}", error.response["Error"]) from error
+                raise ReceiverErrorResponse(f"SNS answered {code}", details) from error
+            raise ReceiverRejectedError(f"SNS refused the notification: {code}", details) from error
         return Confirmation(receiver_id=response["MessageId"], raw={"sequence": response.get("SequenceNumber")})
 
     def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:

@@ -110,7 +110,7 @@ def apply_files(files: dict[str, str], snapshot: SourceSnapshot, workspace: str 
 
 
 def diff_against_source(files: dict[str, str], snapshot: SourceSnapshot) -> str:
-    chunks = []
+    chunks: list[str] = []
     for path in sorted(files):
         original = snapshot.root / path
         exists = original.is_file()

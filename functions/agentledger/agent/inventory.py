@@ -180,22 +180,21 @@ def used_names(tree: ast.Module) -> set[str]:
     used: set[str] = set()
     referenced: list[ast.expr] = []  # resolved once every import is known, wherever it stands
     for node in _nodes(tree):
-        kind = node.__class__
-        if kind is ast.Import:
+        if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.partition(".")[0]
                 # `import pkg.mod` binds `pkg`; `import pkg.mod as m` binds `m` to `pkg.mod`.
                 aliases[alias.asname or top] = alias.name if alias.asname else top
-        elif kind is ast.ImportFrom and node.module and not node.level:
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 if alias.name != "*":
                     aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
                     used.add(f"{node.module}.{alias.name}")
-        elif kind is ast.Call:
-            if node.func.__class__ is ast.Attribute:
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
                 used.add(f"{CALLED_ATTRIBUTE}{node.func.attr}")  # `anything.method(...)`
             referenced.append(node.func)
-        elif kind is ast.Attribute:
+        elif isinstance(node, ast.Attribute):
             referenced.append(node)
     for expr in referenced:
         dotted = _dotted(expr)

@@ -231,11 +231,12 @@ def _config_value(name: str, section: str, data: bytes) -> str | list[str] | Non
             table = tomllib.loads(data.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             return None
+        found: Any = table
         for key in section.split("."):
-            table = table.get(key) if isinstance(table, dict) else None
-        if not isinstance(table, dict):
+            found = found.get(key) if isinstance(found, dict) else None
+        if not isinstance(found, dict):
             return None
-        value = table.get("doctest_optionflags", "")
+        value = found.get("doctest_optionflags", "")
         return value if isinstance(value, (str, list)) else ""
     parser = configparser.ConfigParser(interpolation=None)
     try:
