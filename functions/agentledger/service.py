@@ -193,12 +193,18 @@ class RepositoryRejectedError(Exception):
     """The repository cannot be used as given: HTTP 422."""
 
 
+RUN_ID_PREFIX = "run-"
+RUN_ID_HEX_DIGITS = 20
+# The API's {run_id} path parameter: what run_id_for makes, and nothing else.
+RUN_ID_PATTERN = rf"^{RUN_ID_PREFIX}[a-f0-9]{{{RUN_ID_HEX_DIGITS}}}$"
+
+
 def run_id_for(idempotency_key: str | None) -> str:
     """The same Idempotency-Key always names the same run, even after the idempotency record
     expired, so a late retry cannot start a second run."""
     if idempotency_key:
-        return "run-" + sha256_bytes(idempotency_key.encode())[:20]
-    return "run-" + uuid.uuid4().hex[:20]
+        return RUN_ID_PREFIX + sha256_bytes(idempotency_key.encode())[:RUN_ID_HEX_DIGITS]
+    return RUN_ID_PREFIX + uuid.uuid4().hex[:RUN_ID_HEX_DIGITS]
 
 
 def start_execution_name(run_id: str) -> str:

@@ -33,6 +33,7 @@ from agentledger.config import Settings
 from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
 from agentledger.models import RunStatus
 from agentledger.service import (
+    RUN_ID_PATTERN,
     CreateRunRequest,
     ErrorBody,
     RepositoryRejectedError,
@@ -49,7 +50,7 @@ from agentledger.service import (
 
 from .wiring import lambda_handler, logger, service
 
-RUN_ID = r"^run-[a-f0-9]{20}$"
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 IDEMPOTENCY_WINDOW_S = 24 * 3600
 
 app = APIGatewayRestResolver(enable_validation=True)
@@ -142,7 +143,8 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     if context is not None:
         config.register_lambda_context(context)
     persistence = DynamoDBPersistenceLayer(table_name=Settings.from_env().idempotency_table)
-    once = idempotent_function(data_keyword_argument="command", config=config, persistence_store=persistence)(_create_once)
+    once = idempotent_function(data_keyword_argument="command", config=config,
+                               persistence_store=persistence)(_create_once)
     return once(command=command)
 
 
@@ -198,10 +200,7 @@ def create_run(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
 ) -> dict[str, Any]:
     command = {"idempotency_key": idempotency_key, "body": body.model_dump(mode="json"), "caller": _caller()}
-    if idempotency_key:
-        result = _idempotent_create(command, app.lambda_context)
-    else:
-        result = _create_once(command)
+    result = _idempotent_create(command, app.lambda_context) if idempotency_key else _create_once(command)
     logger.append_keys(run_id=result["run_id"])
     return result
 
@@ -230,7 +229,7 @@ def list_runs(
 @app.get("/runs/<run_id>", summary="The whole ledger of a run", operation_id="get_run", **_contract(
     HTTPStatus.OK, RunView, "the run's ledger, with its evidence checked against the repository now",
     {HTTPStatus.NOT_FOUND: NO_SUCH_RUN, HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
-def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
+def get_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().view(run_id)
 
@@ -239,10 +238,11 @@ def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
           **_contract(HTTPStatus.OK, ReviewOutcome, "the decision, recorded",
                       {HTTPStatus.FORBIDDEN: "the run's own requester may not approve it",
                        HTTPStatus.NOT_FOUND: NO_SUCH_RUN,
-                       HTTPStatus.CONFLICT: "the run does not wait for a review of this plan: it is in another state, "
-                                            "the plan digest is another, the plan went stale, or the run changed meanwhile",
+                       HTTPStatus.CONFLICT: "the run does not wait for a review of this plan: it is in another "
+                                            "state, the plan digest is another, the plan went stale, or the run "
+                                            "changed meanwhile",
                        HTTPStatus.UNPROCESSABLE_ENTITY: "the run id or the body does not validate"}))
-def review_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
+def review_run(run_id: RunId, body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().review(run_id, body, _caller())
 
@@ -252,7 +252,7 @@ def review_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: Annotated[Rev
                       {HTTPStatus.NOT_FOUND: NO_SUCH_RUN,
                        HTTPStatus.CONFLICT: "the run is not stopped: it is complete, waits for review, or runs",
                        HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
-def resume_run(run_id: Annotated[str, Path(pattern=RUN_ID)]) -> dict[str, Any]:
+def resume_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return service().resume(run_id, _caller())
 
@@ -269,7 +269,8 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
     if not event.get("body") or (headers.get("content-type") or "").startswith(content_types.APPLICATION_JSON):
         return None
     body = ErrorBody.of(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"Content-Type must be {content_types.APPLICATION_JSON}")
-    return {"statusCode": HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "headers": {"Content-Type": content_types.APPLICATION_JSON},
+    return {"statusCode": HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            "headers": {"Content-Type": content_types.APPLICATION_JSON},
             "body": body.model_dump_json(), "isBase64Encoded": False}
 
 

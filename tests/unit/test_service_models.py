@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentledger.service import (
+    RUN_ID_PATTERN,
     CreateRunRequest,
     ReviewRequest,
     resume_execution_name,
@@ -16,7 +17,6 @@ from agentledger.service import (
 
 pytestmark = pytest.mark.unit
 
-RUN_ID_PATH_PATTERN = r"^run-[a-f0-9]{20}$"  # the API's {run_id} path parameter
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")  # a Step Functions execution name
 
 
@@ -110,7 +110,7 @@ def test_without_a_key_every_run_is_new(key: str | None) -> None:
 
 @pytest.mark.parametrize("key", [None, "", "ticket-42", "ÜNICODE ключ 🔑", "x" * 10_000, "../../etc/passwd"])
 def test_run_ids_match_the_api_path_pattern(key: str | None) -> None:
-    assert re.match(RUN_ID_PATH_PATTERN, run_id_for(key))
+    assert re.match(RUN_ID_PATTERN, run_id_for(key))
 
 
 # -- execution names ------------------------------------------------------------------------------
