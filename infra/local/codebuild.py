@@ -32,10 +32,9 @@ from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 
-from agentledger.testrun.driver import kill_tree
+from agentledger.testrun.driver import INHERITED_VARIABLES, kill_tree
 from agentledger.testrun.layout import CACHE_VARIABLE, TEST_RUN_VARIABLE
 
-INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 PHASES = ("install", "pre_build", "build", "post_build")
 LOG_TAIL_BYTES = 64 << 10
 _MOTO_START_BUILD = CodeBuildResponse.start_build
