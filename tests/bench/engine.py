@@ -15,15 +15,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import infra
 from infra.local.runtime import LocalRuntime
 
 from . import noop_handler
 from .report import Table, ratio
-from .timeline import Timeline, replay_steps, timeline
+from .timeline import DEFINITION, Timeline, replay_steps, timeline
 
-# The definition the local stack deploys: the project the runtime is part of.
-DEFINITION = Path(infra.__file__).resolve().parent.parent / "statemachines" / "run.asl.json"
 NOOP_MODULE = noop_handler.__name__
 TASK_TOKEN = "$$.Task.Token"
 TIMEOUT_S = 120

@@ -9,13 +9,31 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agentledger.states import Stage
+from infra import PROJECT_ROOT
+
 TOKEN_TASK_SUFFIX = ".waitForTaskToken"
+# The definition the local stack deploys, and the bare engine replays.
+DEFINITION = PROJECT_ROOT / "statemachines" / "run.asl.json"
+
+
+def stages_of_tasks(definition: dict[str, Any]) -> dict[str, Stage]:
+    """The stage each task state works on, as the definition charges its failures to it (the
+    failed_stage its Catch hands the classifier): a payload does not name its stage."""
+    states: dict[str, dict[str, Any]] = definition["States"]
+    charged = {name: states[catch["Next"]].get("Result") for name, state in states.items()
+               for catch in state.get("Catch", [])}
+    stages = {stage.value for stage in Stage}
+    return {name: Stage(result) for name, result in charged.items() if result in stages}
+
+
+STAGE_OF_TASK = stages_of_tasks(json.loads(DEFINITION.read_text()))
 
 
 @dataclass(frozen=True)
 class Invocation:
     state: str  # the task state that invoked the function
-    stage: str | None  # the stage or effect its payload names, if any
+    stage: str | None  # the effect its payload names, else the stage its state works on, if any
     seconds: float  # scheduled to answered, as Step Functions saw it
 
 
@@ -69,13 +87,13 @@ def timeline(history: list[dict[str, Any]]) -> Timeline:
             result.waiting_s += _seconds(opened.pop("wait")[0], at)
         elif kind == "LambdaFunctionScheduled":
             payload = event["lambdaFunctionScheduledEventDetails"].get("input") or "{}"
-            opened["invocation"] = (at, _stage(json.loads(payload)))
+            opened["invocation"] = (at, _stage(state, json.loads(payload)))
         elif kind in ("LambdaFunctionSucceeded", "LambdaFunctionFailed", "LambdaFunctionTimedOut"):
             begun, stage = opened.pop("invocation")
             result.invocations.append(Invocation(state, stage, _seconds(begun, at)))
         elif kind == "TaskScheduled" and _is_token_task(event):
             parameters = json.loads(event["taskScheduledEventDetails"]["parameters"])
-            opened["token task"] = (at, _stage(parameters.get("Payload")))
+            opened["token task"] = (at, _stage(state, parameters.get("Payload")))
         elif kind == "TaskSubmitted" and "token task" in opened:
             begun, stage = opened.pop("token task")
             result.invocations.append(Invocation(state, stage, _seconds(begun, at)))
@@ -112,10 +130,11 @@ def _is_token_task(event: dict[str, Any]) -> bool:
     return str(details.get("resource", "")).endswith(TOKEN_TASK_SUFFIX)
 
 
-def _stage(payload: Any) -> str | None:
-    if isinstance(payload, dict) and (payload.get("stage") or payload.get("effect")):
-        return str(payload.get("stage") or payload.get("effect"))
-    return None
+def _stage(state: str, payload: Any) -> str | None:
+    if isinstance(payload, dict) and payload.get("effect"):
+        return str(payload["effect"])
+    stage = STAGE_OF_TASK.get(state)
+    return stage.value if stage else None
 
 
 def _seconds(begun: datetime, ended: datetime) -> float:

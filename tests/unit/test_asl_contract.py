@@ -1,5 +1,6 @@
-"""The state machine file and the restart policy name the same errors and actions: the ASL is
-JSON that Step Functions reads as it is, so the copies it forces are checked here."""
+"""The state machine file, the restart policy and the handlers' event models name the same errors,
+actions and fields: the ASL is JSON that Step Functions reads as it is, so the copies it forces
+are checked here."""
 from __future__ import annotations
 
 import json
@@ -9,9 +10,10 @@ import pytest
 
 from agentledger.restart import RETRYABLE_ERRORS, REVIEW_WAIT_TIMEOUTS
 from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
-from infra import PROJECT_ROOT
+from handlers.events import EffectEvent, FailureEvent, StageEvent
+from tests.bench.timeline import DEFINITION, stages_of_tasks
 
-ASL = json.loads((PROJECT_ROOT / "statemachines" / "run.asl.json").read_text())
+ASL = json.loads(DEFINITION.read_text())
 STATES: dict[str, dict[str, Any]] = ASL["States"]
 TASKS = {name: state for name, state in STATES.items() if state["Type"] == "Task"}
 # Only the effect states can meet another attempt's idempotency lock; they wait it out longer.
@@ -20,6 +22,8 @@ LOCK_WAIT = "EffectInProgressError"
 RECHECK = "EffectUnconfirmedError"
 EFFECT_TASKS = {name for name, state in TASKS.items()
                 if any(LOCK_WAIT in retry["ErrorEquals"] for retry in state.get("Retry", []))}
+# No payload names its stage (no handler reads one): a task's stage is the one its failure is charged to.
+STAGE_OF_TASK = stages_of_tasks(ASL)
 
 
 def _choices(state_name: str) -> dict[str, str]:
@@ -75,7 +79,7 @@ def test_every_effect_of_a_run_has_its_state_in_the_order_the_run_makes_them() -
     for name in delivered:
         state = STATES[state.get("Default") or state["Next"]]
         assert state["Parameters"]["effect"] == name
-    assert STATES[state["Next"]]["Parameters"]["stage"] == Stage.COMPLETE.value
+    assert state["Next"] not in EFFECT_TASKS and STAGE_OF_TASK[state["Next"]] == Stage.COMPLETE
 
 
 @pytest.mark.parametrize(("choice", "variable"), [("Anything to write?", "$.last_stage.outcome"),
@@ -84,4 +88,19 @@ def test_a_run_with_nothing_to_do_goes_straight_to_completion(choice: str, varia
     (rule,) = STATES[choice]["Choices"]
     assert (rule["Variable"], rule["StringEquals"]) == (variable, RunOutcome.NOTHING_TO_DO.value)
     assert rule["Next"] == "Complete run"
-    assert STATES["Complete run"]["Parameters"]["stage"] == Stage.COMPLETE.value
+    assert STAGE_OF_TASK["Complete run"] == Stage.COMPLETE
+
+
+def test_each_stage_is_worked_on_by_one_task_state_and_each_effect_in_its_stage() -> None:
+    effects = {name for name in TASKS if "effect" in TASKS[name]["Parameters"]}
+    assert sorted(stage for name, stage in STAGE_OF_TASK.items() if name not in effects) == sorted(Stage)
+    assert all(STAGE_OF_TASK[name] == EFFECTS[TASKS[name]["Parameters"]["effect"]].stage for name in effects)
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_field_a_task_sends_is_one_its_handler_reads(name: str) -> None:
+    parameters = TASKS[name]["Parameters"]
+    sent = {field.removesuffix(".$") for field in parameters.get("Payload", parameters)}
+    event = {"${ClassifyFunctionArn}": FailureEvent, "${EffectFunctionArn}": EffectEvent}.get(
+        TASKS[name]["Resource"], StageEvent)
+    assert sent <= set(event.model_fields)
