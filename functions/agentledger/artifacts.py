@@ -19,10 +19,14 @@ def run_prefix(run_id: str) -> str:
     return f"runs/{run_id}/"
 
 
+def stage_prefix(run_id: str, stage: Stage) -> str:
+    return f"{run_prefix(run_id)}{stage.value}/"
+
+
 def artifact_key(run_id: str, stage: Stage, name: str, digest: str) -> str:
     """The key holds the content hash, so writing the same output again (a retry) is a no-op and
     a different output never overwrites evidence an earlier attempt left behind."""
-    return f"{run_prefix(run_id)}{stage.value}/{digest[:16]}/{name}"
+    return f"{stage_prefix(run_id, stage)}{digest[:16]}/{name}"
 
 
 class ContentAddressedArtifacts(ABC):

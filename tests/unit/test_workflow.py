@@ -54,6 +54,16 @@ def test_a_failing_test_run_commits_its_output_but_no_evidence_and_is_handed_to_
     assert world.ledger.get_run(run_id).status == RunStatus.NEEDS_PERSON
 
 
+def test_a_handoff_names_what_the_failed_stage_stored_and_did_not_commit(world: World) -> None:
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT)
+    stored = world.artifacts.put_text(run_id, Stage.PLAN, "draft.txt", "half a plan")  # then the plan stage died
+    world.artifacts.put_text(f"{run_id}0", Stage.PLAN, "draft.txt", "another run's")
+    world.workflow.classify(run_id, execution, {"Error": "KeyError"}, failed_stage="plan")
+    [handoff] = _handoffs(world, run_id)
+    assert handoff.partial_effect.uncommitted_artifacts == [stored.key]
+
+
 def test_a_resumed_run_keeps_its_valid_stages_and_the_old_execution_is_shut_out(world: World) -> None:
     world.builds.outcome = "fail"
     run_id, first = world.create()
@@ -97,7 +107,8 @@ def test_an_approval_the_task_missed_is_redelivered_to_the_retried_review_task(w
 def test_a_change_request_sends_the_run_back_to_plan(world: World) -> None:
     run_id, execution = world.to_review()
     digest = world.ledger.get_run(run_id).plan_digest
-    world.service.review(run_id, ReviewRequest(decision="request_changes", plan_digest=digest, comment="cover slug"), REVIEWER)
+    change_request = ReviewRequest(decision="request_changes", plan_digest=digest, comment="cover slug")
+    world.service.review(run_id, change_request, REVIEWER)
     assert world.executions.answered("success")[-1][1:] == (TOKEN, {"decision": "request_changes",
                                                                     "plan_digest": digest})
     ledger = world.ledger.load(run_id)

@@ -9,6 +9,7 @@ from typing import Any
 from agentledger.records import new_decision
 
 from .. import metric_names
+from ..artifacts import stage_prefix
 from ..models import (
     WORK_STAGES,
     EffectSummary,
@@ -64,8 +65,8 @@ class Handoffs:
             return {"run_id": run_id, "action": RecoveryAction.DONE, "reason": "the run completed before the failure"}
         verdict = classify(name, cause.get("errorMessage", ""), run.replans, self.max_replans, failed_stage)
         if verdict.action in (RecoveryAction.REPLAN, RecoveryAction.ABANDON):
-            self.ledger.append(run_id, new_decision(DecisionKind.RECOVERY, verdict.reason,
-                                                    {"error": name, "cause": cause, "action": verdict.action}, execution))
+            details = {"error": name, "cause": cause, "action": verdict.action}
+            self.ledger.append(run_id, new_decision(DecisionKind.RECOVERY, verdict.reason, details, execution))
             return {"run_id": run_id, "action": verdict.action, "reason": verdict.reason}
         self.hand_off(ledger, execution, Failure(name, cause.get("errorMessage", name), cause), kind=verdict.kind,
                       why=verdict.reason, failed_stage=failed_stage)
@@ -95,7 +96,7 @@ class Handoffs:
                  record: StageRecord | None) -> Handoff:
         run = ledger.run
         committed = ledger.committed_keys()
-        written = self.artifacts.list_keys(f"runs/{run.run_id}/{stage.value}/") if stage else []
+        written = self.artifacts.list_keys(stage_prefix(run.run_id, stage)) if stage else []
         return Handoff(
             kind=kind,
             attempted=HandoffAttempt(stage=stage, attempt=record.attempt if record else 0, execution=execution,

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentledger.artifacts import run_prefix
+from agentledger.artifacts import stage_prefix
 
 from .. import faults
 from ..errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
@@ -151,7 +151,7 @@ class TestBuilds:
         run_id = run.run_id
         archive = package_inputs(root, source_files, test_files, config)
         input_ref = self.artifacts.put(run_id, Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
-        output_key = f"{run_prefix(run_id)}{Stage.VERIFY.value}/builds/{input_digest[:32]}-{attempt}/output.tar.gz"
+        output_key = f"{stage_prefix(run_id, Stage.VERIFY)}builds/{input_digest[:32]}-{attempt}/output.tar.gz"
         test_run = TestRun(digest=input_digest, attempt=attempt, input=input_ref, output_key=output_key,
                            execution=execution)
         # Recorded before the build starts, so a crash after starting it leaves a trace to reconcile.
