@@ -15,6 +15,10 @@ class RunAlreadyExistsError(LedgerError):
     pass
 
 
+class RecordSchemaError(LedgerError):
+    """A stored record whose schema version this release does not read: a later release wrote it."""
+
+
 class IllegalTransitionError(LedgerError):
     """The transition table does not allow this move; nothing was written."""
 

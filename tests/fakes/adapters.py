@@ -16,48 +16,53 @@ from agentledger.errors import (
     RunNotFoundError,
 )
 from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus
-from agentledger.records import created_transition, place_record, record_key
+from agentledger.records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.transitions import next_version
 
 
 class InMemoryLedger:
+    """Each run's items as the table holds them, read back through the same upgrade."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, Run] = {}
-        self._records: dict[str, dict[str, Record]] = {}
+        self._items: dict[str, dict[str, dict[str, Any]]] = {}  # pk -> sk -> stored item
 
     def get_run(self, run_id: str) -> Run:
         with self._lock:
-            if run_id not in self._runs:
-                raise RunNotFoundError(f"no run with id {run_id!r}")
-            return self._runs[run_id]
+            item = self._items.get(run_pk(run_id), {}).get(RUN_SK)
+        if item is None:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        return read_run(item)
 
     def load(self, run_id: str) -> Ledger:
+        return read_ledger(run_id, self.items(run_id))
+
+    def items(self, run_id: str) -> list[dict[str, Any]]:
         with self._lock:
-            if run_id not in self._runs:
-                raise RunNotFoundError(f"no run with id {run_id!r}")
-            ledger = Ledger(run=self._runs[run_id])
-            for key in sorted(self._records[run_id]):
-                place_record(ledger, self._records[run_id][key])
-        ledger.artifacts.sort(key=lambda a: a.created_at)
-        return ledger
+            return list(self._items.get(run_pk(run_id), {}).values())
+
+    def put_items(self, items: list[dict[str, Any]]) -> None:
+        """Stored items as a restore of the table puts them: written by whichever release."""
+        with self._lock:
+            for item in items:
+                self._items.setdefault(item["pk"], {})[item["sk"]] = item
 
     def list_runs(self, status: RunStatus | None = None, limit: int = 20,
                   cursor: str | None = None) -> tuple[list[Run], str | None]:
         with self._lock:
-            runs = sorted((r for r in self._runs.values() if status is None or r.status == status),
-                          key=lambda r: (r.created_at, r.run_id), reverse=True)
+            stored = [items[RUN_SK] for items in self._items.values() if RUN_SK in items]
+        runs = sorted((r for r in map(read_run, stored) if status is None or r.status == status),
+                      key=lambda r: (r.created_at, r.run_id), reverse=True)
         start = int(cursor or 0)
         page = runs[start:start + limit]
         return page, str(start + limit) if start + limit < len(runs) else None
 
     def create_run(self, run: Run, decision: Decision) -> Run:
         with self._lock:
-            if run.run_id in self._runs:
+            if run_pk(run.run_id) in self._items:
                 raise RunAlreadyExistsError(f"run {run.run_id} already exists")
-            self._runs[run.run_id] = run
-            self._records[run.run_id] = {record_key(r): r for r in (created_transition(), decision)}
+            self._items[run_pk(run.run_id)] = _keyed(run.run_id, [run, created_transition(), decision])
         return run
 
     def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
@@ -66,15 +71,20 @@ class InMemoryLedger:
         updated, records = next_version(run, reason=reason, execution=execution, to_state=to_state, status=status,
                                         changes=changes, records=list(records))
         with self._lock:
-            if self._runs[run.run_id].version != run.version:
+            items = self._items[run_pk(run.run_id)]
+            if items[RUN_SK]["version"] != run.version:
                 raise ConcurrentModificationError(f"run {run.run_id} changed since version {run.version} was read")
-            self._runs[run.run_id] = updated
-            self._records[run.run_id].update({record_key(r): r for r in records})
+            items.update(_keyed(run.run_id, [updated, *records]))
         return updated
 
     def append(self, run_id: str, record: Record) -> None:
         with self._lock:
-            self._records[run_id][record_key(record)] = record
+            self._items[run_pk(run_id)].update(_keyed(run_id, [record]))
+
+
+def _keyed(run_id: str, records: list[Record]) -> dict[str, dict[str, Any]]:
+    items = (stored_item(run_id, record) for record in records)
+    return {item["sk"]: item for item in items}
 
 
 class InMemoryArtifacts(ContentAddressedArtifacts):

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from ..errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
 from ..models import Decision, Ledger, Record, Run, RunState, RunStatus
-from ..records import KIND_BY_PREFIX, RUN_SK, created_transition, place_record, record_key
+from ..records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from ..transitions import next_version
 
 INDEX_BY_STATUS = "by_status"
@@ -44,15 +44,9 @@ def _from_dynamo(value: Any) -> Any:
     return value
 
 
-def _pk(run_id: str) -> str:
-    return f"RUN#{run_id}"
-
-
 def _run_item(run: Run) -> dict[str, Any]:
-    item = run.model_dump(mode="json")
+    item = stored_item(run.run_id, run)
     item.update(
-        pk=_pk(run.run_id),
-        sk=RUN_SK,
         entity="run",
         run_status=run.status.value,
         created_key=f"{run.created_at}#{run.run_id}",
@@ -68,16 +62,16 @@ class LedgerStore:
 
     # -- reads ---------------------------------------------------------------------------
     def get_run(self, run_id: str) -> Run:
-        item = self._table.get_item(Key={"pk": _pk(run_id), "sk": RUN_SK}, ConsistentRead=True).get("Item")
+        item = self._table.get_item(Key={"pk": run_pk(run_id), "sk": RUN_SK}, ConsistentRead=True).get("Item")
         if item is None:
             raise RunNotFoundError(f"no run with id {run_id!r}")
-        return Run.model_validate(_from_dynamo(item))
+        return read_run(_from_dynamo(item))
 
     def load(self, run_id: str) -> Ledger:
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": _pk(run_id)},
+            "ExpressionAttributeValues": {":pk": run_pk(run_id)},
             "ConsistentRead": True,
         }
         while True:
@@ -86,16 +80,7 @@ class LedgerStore:
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        run_items = [i for i in items if i["sk"] == RUN_SK]
-        if not run_items:
-            raise RunNotFoundError(f"no run with id {run_id!r}")
-        ledger = Ledger(run=Run.model_validate(run_items[0]))
-        for item in items:
-            kind = KIND_BY_PREFIX.get(item["sk"].split("#", 1)[0])
-            if kind is not None:
-                place_record(ledger, kind.model.model_validate(item))
-        ledger.artifacts.sort(key=lambda a: a.created_at)
-        return ledger
+        return read_ledger(run_id, items)
 
     def list_runs(
         self, status: RunStatus | None = None, limit: int = 20, cursor: str | None = None
@@ -116,7 +101,7 @@ class LedgerStore:
         if cursor:
             kwargs["ExclusiveStartKey"] = decode_cursor(cursor)
         page = self._table.query(**kwargs)
-        runs = [Run.model_validate(_from_dynamo(i)) for i in page["Items"]]
+        runs = [read_run(_from_dynamo(i)) for i in page["Items"]]
         last = page.get("LastEvaluatedKey")
         return runs, encode_cursor(last) if last else None
 
@@ -175,9 +160,7 @@ class LedgerStore:
         self._table.put_item(Item=self._put(run_id, record)["Put"]["Item"])
 
     def _put(self, run_id: str, record: Record) -> dict[str, Any]:
-        item = _to_dynamo(record.model_dump(mode="json"))
-        item.update(pk=_pk(run_id), sk=record_key(record))
-        return {"Put": {"TableName": self._table_name, "Item": item}}
+        return {"Put": {"TableName": self._table_name, "Item": _to_dynamo(stored_item(run_id, record))}}
 
 
 def _is_condition_failure(error: ClientError) -> bool:
