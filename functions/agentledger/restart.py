@@ -10,6 +10,20 @@ from typing import Any
 
 from agentledger.source import SourceSnapshot, changed_files, named_changes
 
+from .agent import PlannerOutputError
+from .errors import (
+    ConcurrentModificationError,
+    EffectFailedError,
+    EffectInProgressError,
+    EffectRejectedError,
+    EffectUnconfirmedError,
+    NoTestsRanError,
+    StaleContextError,
+    SupersededExecutionError,
+    TestConfigurationError,
+    TransientError,
+    VerificationFailedError,
+)
 from .evidence import EVIDENCE_GRAPH, EVIDENCE_OF, MANIFEST, TREE, UPSTREAM_PREFIX, manifest_ref, stages_of
 from .models import WORK_STAGES, ArtifactRef, Assessment, EvidenceStatus, Ledger, Stage, StageStatus
 from .states import EvidenceState, FailureKind, NextAction, RecoveryAction
@@ -161,12 +175,24 @@ RETRYABLE_ERRORS = frozenset(
     {
         "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
         "Lambda.TooManyRequestsException", "Lambda.Unknown", "Sandbox.Timedout", "Runtime.ExitError",
-        "States.Timeout", "TransientError", "ConcurrentModificationError", "EffectFailedError",
-        "EffectInProgressError",
+        "States.Timeout",
+        *(error.__name__ for error in (TransientError, ConcurrentModificationError, EffectFailedError,
+                                       EffectInProgressError)),
     }
 )
 # The review state's own time limit is a week of nobody answering: asking again would not help.
 REVIEW_WAIT_TIMEOUTS = frozenset({"States.Timeout", "States.HeartbeatTimeout"})
+# Failures a retry, a replan or a newer execution cannot fix: why a person has to.
+WHY_A_PERSON: dict[str, str] = {
+    EffectUnconfirmedError.__name__: "an external write was sent but the receiver never confirmed it; "
+                                     "check the receiver before resuming",
+    EffectRejectedError.__name__: "the receiver refused an external write; fix its configuration",
+    VerificationFailedError.__name__: "the test run failed; see test-output.txt and test-results.json",
+    NoTestsRanError.__name__: "no test executed, so nothing shows the change works",
+    PlannerOutputError.__name__: "the model's plan did not validate after the re-asks; "
+                                 "see the plan stage's model calls",
+    TestConfigurationError.__name__: "the repository's test configuration is invalid; fix it and resume",
+}
 
 
 @dataclass(frozen=True)
@@ -179,30 +205,21 @@ class Classification:
 def classify(error_name: str, cause: str, replans: int, max_replans: int,
              failed_stage: str | None = None) -> Classification:
     if error_name in REVIEW_WAIT_TIMEOUTS and failed_stage == Stage.AWAIT_REVIEW:
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the review timed out; nobody answered in time")
-    if error_name == "StaleContextError":
+        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF,
+                              "the review timed out; nobody answered in time")
+    if error_name == StaleContextError.__name__:
         if replans > max_replans:
-            return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.HANDOFF, f"context went stale after {replans} replans")
-        return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.REPLAN, "inputs changed since they were read: replan")
-    if error_name == "SupersededExecutionError":
+            return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.HANDOFF,
+                                  f"context went stale after {replans} replans")
+        return Classification(FailureKind.STALE_CONTEXT, RecoveryAction.REPLAN,
+                              "inputs changed since they were read: replan")
+    if error_name == SupersededExecutionError.__name__:
         return Classification(FailureKind.SUPERSEDED, RecoveryAction.ABANDON, "a newer execution owns this run")
     if error_name in RETRYABLE_ERRORS:
-        return Classification(FailureKind.RETRYABLE, RecoveryAction.HANDOFF, f"{error_name} persisted after the retries")
-    if error_name == "EffectUnconfirmedError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "an external write was sent but the receiver never confirmed it; "
-                                                 "check the receiver before resuming")
-    if error_name == "EffectRejectedError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the receiver refused an external write; fix its configuration")
-    if error_name == "VerificationFailedError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the test run failed; see test-output.txt and test-results.json")
-    if error_name == "NoTestsRanError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "no test executed, so nothing shows the change works")
-    if error_name == "PlannerOutputError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF,
-                              "the model's plan did not validate after the re-asks; see the plan stage's model calls")
-    if error_name == "TestConfigurationError":
-        return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, "the repository's test configuration is invalid; fix it and resume")
-    return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF, f"unclassified error {error_name}: a person decides")
+        return Classification(FailureKind.RETRYABLE, RecoveryAction.HANDOFF,
+                              f"{error_name} persisted after the retries")
+    return Classification(FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF,
+                          WHY_A_PERSON.get(error_name, f"unclassified error {error_name}: a person decides"))
 
 
 def parse_cause(cause: str | None) -> dict[str, Any]:

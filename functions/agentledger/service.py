@@ -20,6 +20,7 @@ from .errors import (
     ReviewForbiddenError,
     ReviewRejectedError,
     RunAlreadyExistsError,
+    StaleContextError,
 )
 from .evidence import stage_evidence
 from .fingerprints import digest, sha256_bytes
@@ -386,7 +387,7 @@ class RunService:
         invalidate(self.ledger, ledger, assessment, None, self.metrics)
         stale = [f"{e.name} is stale ({e.reason})" for e in assessment.evidence if e.status == EvidenceState.STALE]
         why = stale[0] if stale else assessment.reason
-        self.executions.fail_task(ledger.review.task_token, "StaleContextError", why)
+        self.executions.fail_task(ledger.review.task_token, StaleContextError.__name__, why)
         raise ReviewRejectedError(f"the plan is stale and was not approved: {why}")
 
     # -- resume ----------------------------------------------------------------------------

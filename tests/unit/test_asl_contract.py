@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agentledger.errors import EffectInProgressError, EffectUnconfirmedError
 from agentledger.restart import RETRYABLE_ERRORS, REVIEW_WAIT_TIMEOUTS
 from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
 from handlers.events import EffectEvent, FailureEvent, StageEvent
@@ -17,9 +18,9 @@ ASL = json.loads(DEFINITION.read_text())
 STATES: dict[str, dict[str, Any]] = ASL["States"]
 TASKS = {name: state for name, state in STATES.items() if state["Type"] == "Task"}
 # Only the effect states can meet another attempt's idempotency lock; they wait it out longer.
-LOCK_WAIT = "EffectInProgressError"
+LOCK_WAIT = EffectInProgressError.__name__
 # A write sent without an answer is re-checked (never resent) by the effect states' own retry.
-RECHECK = "EffectUnconfirmedError"
+RECHECK = EffectUnconfirmedError.__name__
 EFFECT_TASKS = {name for name, state in TASKS.items()
                 if any(LOCK_WAIT in retry["ErrorEquals"] for retry in state.get("Retry", []))}
 # No payload names its stage (no handler reads one): a task's stage is the one its failure is charged to.

@@ -11,7 +11,7 @@ from agentledger.records import new_decision
 from .. import faults, metric_names
 from ..agent import Agent
 from ..config import Settings
-from ..errors import SupersededExecutionError
+from ..errors import StaleContextError, SupersededExecutionError
 from ..evidence import EVIDENCE_OF
 from ..freshness import invalidate, require_fresh_upstream
 from ..models import (
@@ -56,8 +56,8 @@ class Workflow:
         run = invalidate(self.ledger, ledger, assessment, execution, self.metrics)
         decision = new_decision(DecisionKind.ASSESSMENT, assessment.reason, assessment.model_dump(mode="json"), execution)
         if assessment.next == NextAction.NEEDS_PERSON:
-            self.handoffs.hand_off(self.ledger.load(run_id), execution, Failure("StaleContextError", assessment.reason),
-                                   kind="stale_context", extra=(decision,))
+            stale = Failure(StaleContextError.__name__, assessment.reason)
+            self.handoffs.hand_off(self.ledger.load(run_id), execution, stale, kind="stale_context", extra=(decision,))
         elif assessment.next == NextAction.DONE and run.status != RunStatus.COMPLETE:
             self.ledger.write(run, status=RunStatus.COMPLETE, records=[decision], execution=execution,
                               reason="every stage complete with valid evidence")

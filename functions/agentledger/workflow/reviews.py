@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import metric_names
+from ..errors import StaleContextError
 from ..freshness import invalidate, review_still_holds
 from ..models import Ledger, RunStatus, utc_now
 from ..ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
@@ -50,7 +51,7 @@ class ReviewKeeper:
         if not review_still_holds(ledger, statuses):
             assessment = assess(ledger, snapshot, self.max_replans, self.artifacts.read_manifest, statuses)
             invalidate(self.ledger, ledger, assessment, review.execution, self.metrics)
-            self.executions.fail_task(review.task_token, "StaleContextError", assessment.reason)
+            self.executions.fail_task(review.task_token, StaleContextError.__name__, assessment.reason)
             return "stale_failed"
         self.executions.heartbeat(review.task_token)
         return "heartbeats"
