@@ -45,6 +45,7 @@ from .models import (
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .restart import assess, evaluate_evidence
 from .states import DecisionKind, EvidenceState, Verdict
+from .workflow.reviews import review_output
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 
@@ -364,8 +365,7 @@ class RunService:
         self.metrics.seconds(metric_names.REVIEW_WAIT, waited)
         if body.decision == Verdict.APPROVE:
             self.metrics.seconds(metric_names.STAGE_DURATION, waited, stage=Stage.AWAIT_REVIEW.value)
-        delivered = self.executions.succeed_task(review.task_token,
-                                                 {"decision": body.decision, "plan_digest": body.plan_digest})
+        delivered = self.executions.succeed_task(review.task_token, review_output(decided))
         # Not delivered: the waiting task is gone (its attempt failed or timed out). The decision
         # is recorded, and the review keeper hands it to the task that waits now.
         return ReviewOutcome(run_id=run_id, decision=body.decision, status=run.status,

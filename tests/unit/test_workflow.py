@@ -99,9 +99,9 @@ def test_an_approval_the_task_missed_is_redelivered_to_the_retried_review_task(w
     retried = world.workflow.run_stage(Stage.AWAIT_REVIEW, run_id, execution, "task-token-2")
     assert retried["skipped"] is True  # the approval stands; no second review request
     assert world.workflow.keep_reviews_alive()["approvals_redelivered"] == 1
-    kind, token, output = world.executions.answered("success")[-1]
+    (_, _, sent), (_, token, redelivered) = world.executions.answered("success")
     assert token == "task-token-2"
-    assert output == {"decision": "approve", "plan_digest": world.ledger.get_run(run_id).plan_digest}
+    assert redelivered == sent == {"decision": "approve", "plan_digest": world.ledger.get_run(run_id).plan_digest}
 
 
 def test_a_change_request_sends_the_run_back_to_plan(world: World) -> None:

@@ -7,10 +7,9 @@ from typing import Any
 from .. import metric_names
 from ..errors import StaleContextError
 from ..freshness import invalidate, review_still_holds
-from ..models import Ledger, RunStatus, utc_now
+from ..models import Review, RunStatus, utc_now
 from ..ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from ..restart import assess, evaluate_evidence
-from ..states import Verdict
 from .handoff import seconds_between
 
 
@@ -44,7 +43,7 @@ class ReviewKeeper:
         assert review is not None
         if review.decision is not None:
             # The API recorded the decision but did not get to answer the task (it crashed).
-            self.executions.succeed_task(review.task_token, review_output(ledger))
+            self.executions.succeed_task(review.task_token, review_output(review))
             return "approvals_redelivered"
         snapshot = self.sources.snapshot(ledger.run.repository)
         statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
@@ -57,7 +56,7 @@ class ReviewKeeper:
         return "heartbeats"
 
 
-def review_output(ledger: Ledger) -> dict[str, Any]:
-    """What the review task returns to the state machine."""
-    review = ledger.review
-    return {"decision": review.decision if review else Verdict.APPROVE, "plan_digest": ledger.run.plan_digest}
+def review_output(review: Review) -> dict[str, Any]:
+    """What the review task returns to the state machine, whether the API answers it or the keeper
+    redelivers: the decision, on the plan the review was for."""
+    return {"decision": review.decision, "plan_digest": review.plan_digest}
