@@ -42,10 +42,9 @@ from .errors import (
     EffectUnconfirmedError,
 )
 from .fingerprints import digest
-from .freshness import require_fresh_upstream
+from .freshness import Entrance, require_fresh_upstream
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
-from .restart import evaluate_evidence
 from .states import EFFECTS, DecisionKind, RunOutcome
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
@@ -63,7 +62,7 @@ class EffectRunner:
         self.settings = settings
         self.ledger = ledger
         self.artifacts = artifacts
-        self.sources = sources
+        self.entrance = Entrance(sources, artifacts.read_manifest, settings.max_replans)
         self.receivers = receivers
         self.persistence = persistence
         self.metrics = metrics
@@ -71,11 +70,7 @@ class EffectRunner:
     def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None) -> dict[str, Any]:
         spec = EFFECTS[name]
         ledger = self.ledger.load(run_id)
-        snapshot = self.sources.snapshot(ledger.run.repository)
-        manifests = self.artifacts.read_manifest
-        require_fresh_upstream(self.ledger, ledger, snapshot, manifests, evaluate_evidence(ledger, snapshot, manifests),
-                               spec.stage,
-                               execution, self.settings.max_replans, self.metrics)
+        require_fresh_upstream(self.ledger, self.entrance.enter(ledger), spec.stage, execution, self.metrics)
         reason = self._skip_reason(ledger, name)
         if reason is not None:
             self.ledger.append(run_id, new_decision(DecisionKind.EFFECT_SKIPPED, reason, {"effect": name}, execution))
@@ -99,7 +94,8 @@ class EffectRunner:
             found = receiver.find(key)
             if found:
                 return self._confirm(run_id, execution, effect, receiver, found[0], suppressed=True)
-            raise EffectInProgressError(f"another attempt is delivering {key}; the receiver does not show it yet") from None
+            raise EffectInProgressError(f"another attempt is delivering {key}; "
+                                        "the receiver does not show it yet") from None
         return self._confirm(run_id, execution, self.ledger.load(run_id).effects[key], receiver,
                              Confirmation(**result["confirmation"]), suppressed=result["suppressed"])
 
@@ -237,7 +233,8 @@ def _test_counts(ledger: Ledger) -> str:
     latest = ledger.latest_test_run()
     report = (latest.report if latest else None) or {}
     counts = report.get("counts") or {}
-    shown = ", ".join(f"{counts[name]} {name}" for name in ("passed", "failed", "errors", "skipped") if counts.get(name))
+    shown = ", ".join(f"{counts[name]} {name}" for name in ("passed", "failed", "errors", "skipped")
+                      if counts.get(name))
     return str(report.get("outcome", "not run")) + (f" ({shown})" if shown else "")
 
 

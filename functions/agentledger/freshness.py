@@ -1,6 +1,12 @@
 """Freshness on entry: before anything acts, every piece of evidence it builds on must still
-match the world; stale evidence is invalidated (once, with what changed) and the action refused."""
+match the world; stale evidence is invalidated (once, with what changed) and the action refused.
+Whatever enters a run (a stage, an effect, the assessment, the review keeper, the API) judges
+it by one ritual, `Entrance.enter`, and acts on the `EntryContext` it returns."""
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from agentledger.records import new_decision
 from agentledger.source import SourceSnapshot
@@ -9,15 +15,56 @@ from . import metric_names
 from .errors import ConcurrentModificationError, StaleContextError
 from .evidence import EVIDENCE_OF, stages_before
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
-from .ports import LedgerPort, MetricSink
-from .restart import EvidenceStatuses, ManifestReader, assess, is_stage_valid
+from .ports import LedgerPort, MetricSink, SourcePort
+from .restart import EvidenceStatuses, ManifestReader, assess, evaluate_evidence, is_stage_valid
 from .states import DecisionKind, EvidenceState
 
+# Reads the run's repository as it is now; a caller passes its own to say why it cannot be read.
+SourceReader = Callable[[Run], SourceSnapshot]
 
-def invalidate(store: LedgerPort, ledger: Ledger, assessment: Assessment, execution: str | None,
-               metrics: MetricSink) -> Run:
+
+@dataclass(frozen=True)
+class EntryContext:
+    """What an action on a run stands on: the ledger as loaded, the repository as it is now, and
+    every piece of evidence judged against it (evaluated once per entry)."""
+
+    ledger: Ledger
+    snapshot: SourceSnapshot
+    statuses: EvidenceStatuses
+    manifests: ManifestReader = field(repr=False, compare=False)
+    max_replans: int = field(repr=False, compare=False)
+
+    @cached_property
+    def assessment(self) -> Assessment:
+        """What a restart would do now. Made when first asked, since most entries find their
+        evidence valid and never need it."""
+        return assess(self.ledger, self.snapshot, self.max_replans, self.manifests, self.statuses)
+
+    def holds(self, stage: Stage) -> bool:
+        """`stage` is complete and its evidence still valid."""
+        return is_stage_valid(self.ledger, stage, self.statuses)
+
+
+@dataclass(frozen=True)
+class Entrance:
+    """What the entry ritual reads besides the ledger: the repositories, the manifests of the
+    files the stages read, and the replan budget an assessment weighs."""
+
+    sources: SourcePort
+    manifests: ManifestReader
+    max_replans: int
+
+    def enter(self, ledger: Ledger, read: SourceReader | None = None) -> EntryContext:
+        """The entry ritual: the run's repository as it is now, and its evidence judged against it."""
+        snapshot = read(ledger.run) if read is not None else self.sources.snapshot(ledger.run.repository)
+        statuses = evaluate_evidence(ledger, snapshot, self.manifests)
+        return EntryContext(ledger, snapshot, statuses, self.manifests, self.max_replans)
+
+
+def invalidate(store: LedgerPort, entry: EntryContext, execution: str | None, metrics: MetricSink) -> Run:
     """Mark stale stages (and everything after them) invalid, recording what changed. Once a
     stage is invalidated it is no longer complete, so the same staleness is recorded once."""
+    ledger, assessment = entry.ledger, entry.assessment
     if not assessment.invalidated:
         return ledger.run
     records: list[Record] = [
@@ -25,7 +72,8 @@ def invalidate(store: LedgerPort, ledger: Ledger, assessment: Assessment, execut
         for stage in assessment.invalidated
     ]
     stale = [e.model_dump(mode="json") for e in assessment.evidence if e.status == EvidenceState.STALE]
-    plan_rejected = Stage.PLAN in assessment.invalidated and any(e["name"] == EVIDENCE_OF[Stage.PLAN] for e in stale)
+    plan_rejected = Stage.PLAN in assessment.invalidated and any(e["name"] == EVIDENCE_OF[Stage.PLAN]
+                                                                 for e in stale)
     records.append(
         new_decision(
             DecisionKind.STALE_PLAN_REJECTED if plan_rejected
@@ -49,20 +97,16 @@ def invalidate(store: LedgerPort, ledger: Ledger, assessment: Assessment, execut
     return run
 
 
-def require_fresh_upstream(store: LedgerPort, ledger: Ledger, snapshot: SourceSnapshot, manifests: ManifestReader,
-                           statuses: EvidenceStatuses, stage: Stage, execution: str | None, max_replans: int,
+def require_fresh_upstream(store: LedgerPort, entry: EntryContext, stage: Stage, execution: str | None,
                            metrics: MetricSink) -> None:
-    """Every stage before `stage` must be complete with valid evidence (`statuses`, evaluated
-    against `snapshot` by the caller)."""
-    upstream = stages_before(ledger, stage)
-    missing = [s for s in upstream if not is_stage_valid(ledger, s, statuses)]
+    """Every stage before `stage` must be complete with valid evidence."""
+    missing = [s for s in stages_before(entry.ledger, stage) if not entry.holds(s)]
     if not missing:
         return
-    assessment = assess(ledger, snapshot, max_replans, manifests, statuses)
-    invalidate(store, ledger, assessment, execution, metrics)
-    raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({assessment.reason})")
+    invalidate(store, entry, execution, metrics)
+    raise StaleContextError(f"{stage} refused: {missing[0]} is not valid ({entry.assessment.reason})")
 
 
-def review_still_holds(ledger: Ledger, statuses: EvidenceStatuses) -> bool:
+def review_still_holds(entry: EntryContext) -> bool:
     """Everything the pending review looks at (inspect through verify) is complete and valid."""
-    return all(is_stage_valid(ledger, stage, statuses) for stage in WORK_STAGES[: WORK_STAGES.index(Stage.AWAIT_REVIEW)])
+    return all(entry.holds(stage) for stage in WORK_STAGES[: WORK_STAGES.index(Stage.AWAIT_REVIEW)])

@@ -1,6 +1,7 @@
 """What the API does: create runs, show their ledger, take review decisions, resume."""
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import datetime
 from http import HTTPStatus
@@ -24,7 +25,7 @@ from .errors import (
 )
 from .evidence import stage_evidence
 from .fingerprints import digest, sha256_bytes
-from .freshness import invalidate, review_still_holds
+from .freshness import Entrance, EntryContext, invalidate, review_still_holds
 from .limits import MAX_UPLOAD_BYTES
 from .models import (
     ArtifactRef,
@@ -43,7 +44,6 @@ from .models import (
     utc_now,
 )
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
-from .restart import assess, evaluate_evidence
 from .states import DecisionKind, EvidenceState, Verdict
 from .workflow.reviews import review_output
 
@@ -55,7 +55,8 @@ class CreateRunRequest(BaseModel):
                             description="s3://<bucket>/repositories/<sha256>.tar.gz from POST /uploads; "
                                         "locally, a directory under a root the server allows")
     request: str = Field(min_length=1, max_length=4000, description="what the agent is asked to do")
-    revision: str | None = Field(default=None, max_length=200, description="expected revision; refused if the repository is elsewhere")
+    revision: str | None = Field(default=None, max_length=200,
+                                 description="expected revision; refused if the repository is elsewhere")
     environment: str = Field(default="dev", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
 
     @field_validator("repository", "request")
@@ -225,6 +226,7 @@ class RunService:
         self.ledger = ledger
         self.artifacts = artifacts
         self.sources = sources
+        self.entrance = Entrance(sources, artifacts.read_manifest, settings.max_replans)
         self.executions = executions
         self.metrics = metrics
 
@@ -242,9 +244,9 @@ class RunService:
         name = start_execution_name(run_id)
         run = Run(run_id=run_id, request=body.request, repository=body.repository, revision=revision,
                   environment=body.environment, requested_by=actor, active_execution=name, executions=[name])
+        request = body.model_dump(mode="json")
         created = new_decision(DecisionKind.CREATED, "run requested",
-                               {"request": body.model_dump(mode="json"), "body_digest": digest(body.model_dump(mode="json"))},
-                               actor=actor)
+                               {"request": request, "body_digest": digest(request)}, actor=actor)
         try:
             self.ledger.create_run(run, created)
             self.metrics.count(metric_names.RUNS_STARTED)
@@ -275,11 +277,10 @@ class RunService:
     def view(self, run_id: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         try:
-            statuses = evaluate_evidence(ledger, self.sources.snapshot(ledger.run.repository),
-                                         self.artifacts.read_manifest)
-            evidence_status = {name: s.model_dump() for name, s in statuses.items()}
+            evidence_status = {name: s.model_dump() for name, s in self.entrance.enter(ledger).statuses.items()}
         except Exception as error:  # noqa: BLE001 — the ledger is still worth showing without the source
-            evidence_status = {name: {"name": name, "status": EvidenceState.UNKNOWN.value, "reason": f"source unavailable: {error}"}
+            evidence_status = {name: {"name": name, "status": EvidenceState.UNKNOWN.value,
+                                      "reason": f"source unavailable: {error}"}
                                for name in ledger.evidence}
         document = ledger.model_dump(mode="json")  # RunView's review leaves the task token out
         document["evidence_status"] = evidence_status
@@ -332,13 +333,11 @@ class RunService:
         if body.decision == Verdict.APPROVE and actor == run.requested_by and not self.settings.allow_self_approval:
             self._refuse_review(run, body, actor)
         if body.plan_digest != review.plan_digest:
-            raise ReviewRejectedError(
-                f"the review is for plan {review.plan_digest}, not {body.plan_digest}; fetch the run and review the current plan")
-        snapshot = self._current_snapshot(run)
-        statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
-        if not review_still_holds(ledger, statuses):
-            self._reject_stale_review(ledger, assess(ledger, snapshot, self.settings.max_replans,
-                                                     self.artifacts.read_manifest, statuses))
+            raise ReviewRejectedError(f"the review is for plan {review.plan_digest}, not {body.plan_digest}; "
+                                      "fetch the run and review the current plan")
+        entry = self.entrance.enter(ledger, self._current_snapshot)
+        if not review_still_holds(entry):
+            self._reject_stale_review(entry, review.task_token)
         decided = review.model_copy(update={"decision": body.decision, "decided_at": utc_now(),
                                             "decided_by": actor, "comment": body.comment})
         decision = new_decision(DecisionKind.REVIEW, f"reviewer chose {body.decision}", body.model_dump(mode="json"),
@@ -360,7 +359,8 @@ class RunService:
             # can redeliver this decision if the task is not answered below.
             run = self.ledger.write(run, records=records, reason=f"review: {body.decision}")
         except ConcurrentModificationError as error:
-            raise ReviewRejectedError(f"run {run_id} changed while the review was applied; fetch it and try again") from error
+            raise ReviewRejectedError(f"run {run_id} changed while the review was applied; "
+                                      "fetch it and try again") from error
         waited = _seconds_since(review.requested_at, decided.decided_at)
         self.metrics.seconds(metric_names.REVIEW_WAIT, waited)
         if body.decision == Verdict.APPROVE:
@@ -375,19 +375,19 @@ class RunService:
         why = (f"{actor} requested run {run.run_id} and may not approve it; another reviewer must "
                "(separation of duties; a one-person team deploys with allowSelfApproval=true)")
         refused = new_decision(DecisionKind.REVIEW_REFUSED, why, body.model_dump(mode="json"), actor=actor)
-        try:
+        # The refusal stands either way; only its record is lost to a concurrent change.
+        with contextlib.suppress(ConcurrentModificationError):
             self.ledger.write(run, records=[refused], reason="review refused: the requester may not approve")
-        except ConcurrentModificationError:
-            pass  # the refusal stands either way; only its record is lost to a concurrent change
         raise ReviewForbiddenError(why)
 
-    def _reject_stale_review(self, ledger: Ledger, assessment: Assessment) -> None:
+    def _reject_stale_review(self, entry: EntryContext, task_token: str) -> None:
         """Record the rejection, invalidate the plan and wake the waiting execution so it
         replans now instead of waiting for the review to time out."""
-        invalidate(self.ledger, ledger, assessment, None, self.metrics)
+        invalidate(self.ledger, entry, None, self.metrics)
+        assessment = entry.assessment
         stale = [f"{e.name} is stale ({e.reason})" for e in assessment.evidence if e.status == EvidenceState.STALE]
         why = stale[0] if stale else assessment.reason
-        self.executions.fail_task(ledger.review.task_token, StaleContextError.__name__, why)
+        self.executions.fail_task(task_token, StaleContextError.__name__, why)
         raise ReviewRejectedError(f"the plan is stale and was not approved: {why}")
 
     # -- resume ----------------------------------------------------------------------------
@@ -416,12 +416,13 @@ class RunService:
                 return earlier
         number = run.resumes + 1
         name = resume_execution_name(run_id, number)
-        assessment = assess(ledger, self._current_snapshot(run), self.settings.max_replans, self.artifacts.read_manifest)
+        assessment = self.entrance.enter(ledger, self._current_snapshot).assessment
         response = ResumeOutcome(run_id=run_id, execution=name, assessment=assessment).model_dump(mode="json")
         decision = new_decision(DecisionKind.RESUME, assessment.reason, response, actor=actor)
         try:
+            changes = {"active_execution": name, "executions": [*run.executions, name], "resumes": number}
             self.ledger.write(run, status=RunStatus.RUNNING, records=[decision], reason=f"resumed as {name}",
-                              changes={"active_execution": name, "executions": [*run.executions, name], "resumes": number})
+                              changes=changes)
         except ConcurrentModificationError:
             earlier = self._recorded_resume(self.ledger.load(run_id), name)
             if earlier is None:

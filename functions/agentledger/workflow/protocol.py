@@ -13,7 +13,7 @@ from ..agent import Agent
 from ..config import Settings
 from ..errors import StaleContextError, SupersededExecutionError
 from ..evidence import EVIDENCE_OF
-from ..freshness import invalidate, require_fresh_upstream
+from ..freshness import Entrance, invalidate, require_fresh_upstream
 from ..models import (
     WORK_STAGES,
     Ledger,
@@ -27,7 +27,6 @@ from ..models import (
     utc_now,
 )
 from ..ports import ArtifactPort, BuildPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
-from ..restart import assess, evaluate_evidence, is_stage_valid
 from ..states import DecisionKind, NextAction
 from .handoff import Failure, Handoffs, seconds_between
 from .reviews import ReviewKeeper
@@ -46,15 +45,17 @@ class Workflow:
         self.executions = executions
         self.work = StageWork(settings, ledger, artifacts, agent, builds, metrics)
         self.handoffs = Handoffs(ledger, artifacts, metrics, settings.max_replans)
+        self.entrance = Entrance(sources, artifacts.read_manifest, settings.max_replans)
 
     # -- the Assess state ------------------------------------------------------------------
     def assess(self, run_id: str, execution: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         _require_owner(ledger.run, execution)
-        snapshot = self.sources.snapshot(ledger.run.repository)
-        assessment = assess(ledger, snapshot, self.settings.max_replans, self.artifacts.read_manifest)
-        run = invalidate(self.ledger, ledger, assessment, execution, self.metrics)
-        decision = new_decision(DecisionKind.ASSESSMENT, assessment.reason, assessment.model_dump(mode="json"), execution)
+        entry = self.entrance.enter(ledger)
+        assessment = entry.assessment
+        run = invalidate(self.ledger, entry, execution, self.metrics)
+        decision = new_decision(DecisionKind.ASSESSMENT, assessment.reason, assessment.model_dump(mode="json"),
+                                execution)
         if assessment.next == NextAction.NEEDS_PERSON:
             stale = Failure(StaleContextError.__name__, assessment.reason)
             self.handoffs.hand_off(self.ledger.load(run_id), execution, stale, kind="stale_context", extra=(decision,))
@@ -70,19 +71,18 @@ class Workflow:
     def run_stage(self, stage: Stage, run_id: str, execution: str, task_token: str | None = None) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         _require_owner(ledger.run, execution)
-        snapshot = self.sources.snapshot(ledger.run.repository)
-        statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
-        if is_stage_valid(ledger, stage, statuses):
+        entry = self.entrance.enter(ledger)
+        if entry.holds(stage):
             if stage == Stage.AWAIT_REVIEW and task_token and ledger.review is not None:
                 # Approved while this task was being retried: keep the decision, hand the review
                 # keeper the live token so it answers this task with it.
-                self.ledger.write(ledger.run, records=[ledger.review.model_copy(update={"task_token": task_token})],
-                                  execution=execution, reason="approval carried over to the retried review task")
+                carried = ledger.review.model_copy(update={"task_token": task_token})
+                self.ledger.write(ledger.run, records=[carried], execution=execution,
+                                  reason="approval carried over to the retried review task")
             # The ledger holds this stage's commit and the handler has not returned yet.
             faults.reach(run_id, stage, "after_commit", execution)
             return self._outcome(ledger.run, stage, skipped=True)
-        require_fresh_upstream(self.ledger, ledger, snapshot, self.artifacts.read_manifest, statuses, stage, execution,
-                               self.settings.max_replans, self.metrics)
+        require_fresh_upstream(self.ledger, entry, stage, execution, self.metrics)
 
         previous = ledger.stages.get(stage.value)
         if _is_poll(previous, execution, ledger, stage):
@@ -96,7 +96,7 @@ class Workflow:
                                     records=[started], execution=execution,
                                     reason=f"{stage} started (attempt {attempt})")
         faults.reach(run_id, stage, "before_work", execution)
-        result = self.work.body[stage](StageContext(ledger, snapshot, run, execution, task_token))
+        result = self.work.body[stage](StageContext(ledger, entry.snapshot, run, execution, task_token))
         run = result.run or run
         if result.poll_after_s is not None:
             return {**self._outcome(run, stage), "done": False, "poll_after_s": result.poll_after_s}
@@ -134,8 +134,7 @@ class Workflow:
     def keep_reviews_alive(self) -> dict[str, int]:
         if self.executions is None:
             raise RuntimeError("the review keeper needs STATE_MACHINE_ARN")
-        keeper = ReviewKeeper(self.ledger, self.artifacts, self.sources, self.executions, self.metrics, self.settings.max_replans)
-        return keeper.keep_reviews_alive()
+        return ReviewKeeper(self.ledger, self.entrance, self.executions, self.metrics).keep_reviews_alive()
 
     def classify(self, run_id: str, execution: str, error: dict[str, Any],
                  failed_stage: str | None = None) -> dict[str, Any]:

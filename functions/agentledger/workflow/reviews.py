@@ -6,22 +6,18 @@ from typing import Any
 
 from .. import metric_names
 from ..errors import StaleContextError
-from ..freshness import invalidate, review_still_holds
+from ..freshness import Entrance, invalidate, review_still_holds
 from ..models import Review, RunStatus, utc_now
-from ..ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
-from ..restart import assess, evaluate_evidence
+from ..ports import ExecutionPort, LedgerPort, MetricSink
 from .handoff import seconds_between
 
 
 class ReviewKeeper:
-    def __init__(self, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort, executions: ExecutionPort,
-                 metrics: MetricSink, max_replans: int) -> None:
+    def __init__(self, ledger: LedgerPort, entrance: Entrance, executions: ExecutionPort, metrics: MetricSink) -> None:
         self.ledger = ledger
-        self.artifacts = artifacts
-        self.sources = sources
+        self.entrance = entrance
         self.executions = executions
         self.metrics = metrics
-        self.max_replans = max_replans
 
     def keep_reviews_alive(self) -> dict[str, int]:
         counts = {"heartbeats": 0, "stale_failed": 0, "approvals_redelivered": 0}
@@ -45,12 +41,10 @@ class ReviewKeeper:
             # The API recorded the decision but did not get to answer the task (it crashed).
             self.executions.succeed_task(review.task_token, review_output(review))
             return "approvals_redelivered"
-        snapshot = self.sources.snapshot(ledger.run.repository)
-        statuses = evaluate_evidence(ledger, snapshot, self.artifacts.read_manifest)
-        if not review_still_holds(ledger, statuses):
-            assessment = assess(ledger, snapshot, self.max_replans, self.artifacts.read_manifest, statuses)
-            invalidate(self.ledger, ledger, assessment, review.execution, self.metrics)
-            self.executions.fail_task(review.task_token, StaleContextError.__name__, assessment.reason)
+        entry = self.entrance.enter(ledger)
+        if not review_still_holds(entry):
+            invalidate(self.ledger, entry, review.execution, self.metrics)
+            self.executions.fail_task(review.task_token, StaleContextError.__name__, entry.assessment.reason)
             return "stale_failed"
         self.executions.heartbeat(review.task_token)
         return "heartbeats"
