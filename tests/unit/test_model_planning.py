@@ -32,7 +32,7 @@ def _answer(tool_input: dict) -> dict:
 def stubbed() -> tuple[Stubber, BedrockPlanner]:
     client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="offline",
                           aws_secret_access_key="offline")
-    planner = BedrockPlanner(client, BedrockSettings(model_id=MODEL, max_reasks=1,
+    planner = BedrockPlanner(client, BedrockSettings(model_id=MODEL, max_tokens=4096, temperature=0.0, max_reasks=1,
                                                      prices={"input": 0.000035, "output": 0.00014}))
     return Stubber(client), planner
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -72,12 +72,14 @@ class _ProposedPlan(BaseModel):
 
 @dataclass(frozen=True)
 class BedrockSettings:
+    """As the stack configures the planner (the bedrock* context keys; their defaults are the CDK app's)."""
+
     model_id: str
-    max_tokens: int = 4096
-    temperature: float = 0.0
-    max_reasks: int = 2
+    max_tokens: int
+    temperature: float
+    max_reasks: int
     # USD per 1,000 tokens, for the cost estimate only.
-    prices: dict[str, float] = field(default_factory=lambda: {"input": 0.0, "output": 0.0})
+    prices: dict[str, float]
 
 
 class BedrockPlanner:
@@ -109,7 +111,8 @@ class BedrockPlanner:
                                  "toolUseId": tool_use["toolUseId"], "status": "error",
                                  "content": [{"text": f"The plan does not validate: {errors}. Call {PLAN_TOOL} "
                                                       "again with a corrected plan."}]}}]}]
-        raise PlannerOutputError(f"the model's plan did not validate after {len(calls)} call(s): {errors}"[:2_000], calls)
+        why = f"the model's plan did not validate after {len(calls)} call(s): {errors}"
+        raise PlannerOutputError(why[:2_000], calls)
 
     def _converse(self, messages: list[dict[str, Any]]) -> tuple[ModelCall, list[dict[str, Any]]]:
         request = {

@@ -50,8 +50,9 @@ def client():
 
 
 def _planner(client, max_reasks: int = 2) -> BedrockPlanner:
-    return BedrockPlanner(client, BedrockSettings(model_id=MODEL, max_tokens=2048, max_reasks=max_reasks,
-                                                  prices={"input": 0.001, "output": 0.005}))
+    settings = BedrockSettings(model_id=MODEL, max_tokens=2048, temperature=0.0, max_reasks=max_reasks,
+                               prices={"input": 0.001, "output": 0.005})
+    return BedrockPlanner(client, settings)
 
 
 def _plan(client, repo, *answers, brief: PlanBrief = BRIEF, max_reasks: int = 2):
@@ -81,7 +82,8 @@ def test_a_valid_tool_answer_is_the_plan_with_its_call_recorded(client, tmp_path
 
 
 def test_the_reviewers_comment_is_in_the_prompt_of_a_replan(client, tmp_path):
-    brief = PlanBrief(request="write tests", reviewer_comment="cover multiply by zero", rejected_plan_digest="sha256:old")
+    brief = PlanBrief(request="write tests", reviewer_comment="cover multiply by zero",
+                      rejected_plan_digest="sha256:old")
     plan, _ = _plan(client, make_sample_repo(tmp_path / "repo"), _answer(GOOD), brief=brief)
     prompt = plan.model_calls[0].request["messages"][0]["content"][0]["text"]
     assert "sent back plan sha256:old" in prompt and "cover multiply by zero" in prompt
