@@ -5,15 +5,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from agentledger.freshness import Entrance
 from agentledger.models import Run, Stage
 from agentledger.restart import assess, evaluate_evidence
 from agentledger.source import SourceSnapshot
 from tests.unit import builders as b
-
-pytestmark = pytest.mark.unit
 
 LIBRARY = Path(__file__).resolve().parents[2] / "functions" / "agentledger"
 RITUAL = ("evaluate_evidence", "assess")
