@@ -28,6 +28,8 @@ DEFAULT_ALLOW_SELF_APPROVAL = False  # let the principal that requested a run ap
 DEFAULT_GITHUB_BASE_BRANCH = "main"  # the branch pull requests are opened against
 DEFAULT_REVIEW_EMPTY_PLANS = False  # ask a person to review a plan that writes nothing
 DEFAULT_AGENT = ""  # "package.module:factory" of a custom agent; "" is the reference agent
+DEFAULT_MAX_REPLANS = 3  # how often stale context may replan a run before it goes to a person
+DEFAULT_WORKSPACE_RETENTION_HOURS = 24  # how long a failed attempt's workspace and unread tarballs stay
 PLANNERS = ("docstring-examples", "bedrock")
 # The planner's defaults are PlannerConfig's: the reference agent's own planner, no model called.
 DEFAULT_PLANNER = PlannerConfig.planner
@@ -35,6 +37,7 @@ DEFAULT_BEDROCK_MODEL_ID = PlannerConfig.model_id
 DEFAULT_BEDROCK_MAX_TOKENS = PlannerConfig.max_tokens
 DEFAULT_BEDROCK_TEMPERATURE = PlannerConfig.temperature
 DEFAULT_BEDROCK_PRICES = PlannerConfig.prices
+DEFAULT_BEDROCK_MAX_REASKS = PlannerConfig.max_reasks
 
 
 def _context(app: App, key: str, default: Any) -> Any:
@@ -50,6 +53,27 @@ def _positive_int(key: str, value: Any) -> int:
         number = 0
     if number <= 0:
         raise ValueError(f"context {key} must be a positive whole number of seconds, got {value!r}")
+    return number
+
+
+def _count(key: str, value: Any) -> int:
+    """A whole number, 0 or more (`-c key=N` arrives as a string)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = -1
+    if number < 0:
+        raise ValueError(f"context {key} must be a whole number, 0 or more, got {value!r}")
+    return number
+
+
+def _positive_number(key: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = 0.0
+    if not number > 0:
+        raise ValueError(f"context {key} must be a number above 0, got {value!r}")
     return number
 
 
@@ -126,12 +150,17 @@ def build_app(
             "reviewEmptyPlans", _context(app, "reviewEmptyPlans", DEFAULT_REVIEW_EMPTY_PLANS)
         ),
         agent_spec=str(_context(app, "agent", DEFAULT_AGENT)),
+        max_replans=_count("maxReplans", _context(app, "maxReplans", DEFAULT_MAX_REPLANS)),
+        workspace_retention_hours=_positive_number(
+            "workspaceRetentionHours", _context(app, "workspaceRetentionHours", DEFAULT_WORKSPACE_RETENTION_HOURS)
+        ),
         planner=PlannerConfig(
             planner=_choice("planner", _context(app, "planner", DEFAULT_PLANNER), PLANNERS),
             model_id=str(_context(app, "bedrockModelId", DEFAULT_BEDROCK_MODEL_ID)),
             max_tokens=_positive_int("bedrockMaxTokens", _context(app, "bedrockMaxTokens", DEFAULT_BEDROCK_MAX_TOKENS)),
             temperature=_temperature(_context(app, "bedrockTemperature", DEFAULT_BEDROCK_TEMPERATURE)),
             prices=_prices("bedrockPrices", _context(app, "bedrockPrices", DEFAULT_BEDROCK_PRICES)),
+            max_reasks=_count("bedrockMaxReasks", _context(app, "bedrockMaxReasks", DEFAULT_BEDROCK_MAX_REASKS)),
         ),
     )
     # cdk-nag 3 is a policy-validation plugin: any unacknowledged finding fails the synth and

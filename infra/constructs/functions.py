@@ -6,8 +6,7 @@ its log group, its role and exactly the grants that row asks for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Validations
@@ -63,7 +62,9 @@ class FunctionSpec:
     # A state-machine task gets its ARN substituted into statemachines/run.asl.json as ${<name>Arn}.
     state_machine_task: bool = True
     memory_mb: int = DEFAULT_MEMORY_MB
-    extra_environment: Mapping[str, str] = field(default_factory=dict)
+    # Runs the workflow (a stage, the assessment, the classifier, the review keeper), so it gets
+    # the workflow's settings: the agent, the planner, the bounds on builds and workspaces.
+    runs_workflow: bool = True
     # Delivers external writes: publishes to the notification topic and opens GitHub tickets.
     delivers_effects: bool = False
     # Starts and watches the test builds of the build sandbox.
@@ -87,11 +88,13 @@ class PlannerConfig:
     max_tokens: int = 4096
     temperature: float = 0.0  # plans should not vary from call to call
     prices: str = "0.0008,0.004"  # USD per 1,000 input,output tokens: the cost estimate's price table
+    max_reasks: int = 2  # how often an answer that is not a valid plan goes back to the model with its errors
 
     def environment(self) -> dict[str, str]:
         return {"AGENTLEDGER_PLANNER": self.planner, "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
                 "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens),
-                "AGENTLEDGER_BEDROCK_TEMPERATURE": str(self.temperature), "AGENTLEDGER_BEDROCK_PRICES": self.prices}
+                "AGENTLEDGER_BEDROCK_TEMPERATURE": str(self.temperature), "AGENTLEDGER_BEDROCK_PRICES": self.prices,
+                "AGENTLEDGER_BEDROCK_MAX_REASKS": str(self.max_reasks)}
 
 
 FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
@@ -101,6 +104,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         idempotency=Access.READ_WRITE,  # POST /runs honours the Idempotency-Key header
         workflow_control=WorkflowControl.START_AND_RESPOND,
         state_machine_task=False,
+        runs_workflow=False,
         decides_reviews=True,
         grants_uploads=True,
         signs_cursors=True,
@@ -121,7 +125,6 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         # the same reason as EffectFunction (the idempotency lock of a crashed attempt).
         idempotency=Access.READ_WRITE,
         delivers_effects=True,
-        extra_environment={"AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS": "5"},
     ),
     FunctionSpec("CompleteFunction", "handlers.stages.complete", 300),
     FunctionSpec("ClassifyFunction", "handlers.control.classify", 60),
@@ -131,8 +134,8 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         # expires with the invocation's deadline, so a retry waits at most ~15 s.
         artifacts=Access.READ,
         idempotency=Access.READ_WRITE,  # every effect is a Powertools idempotent_function
+        runs_workflow=False,
         delivers_effects=True,
-        extra_environment={"AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS": "5"},
     ),
     FunctionSpec(
         "ReviewKeeperFunction", "handlers.review.keep_alive", 60,
@@ -165,20 +168,18 @@ class Functions(Construct):
         build_sandbox: BuildSandbox,
         test_timeout_limit_seconds: int,
         environment_name: str,
-        allow_self_approval: bool = False,
-        review_empty_plans: bool = False,
-        agent_spec: str = "",
-        planner: PlannerConfig | None = None,
+        allow_self_approval: bool,
+        review_empty_plans: bool,
+        agent_spec: str,
+        planner: PlannerConfig,
+        max_replans: int,
+        workspace_retention_hours: float,
     ) -> None:
         super().__init__(scope, construct_id)
-        self._planner = planner or PlannerConfig()
+        self._planner = planner
         self._storage = storage
         self._notifications = notifications
         self._build_sandbox = build_sandbox
-        self._build_environment = {
-            "TEST_BUILD_PROJECT_NAME": build_sandbox.project.project_name,
-            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS": str(test_timeout_limit_seconds),
-        }
         self._dependencies = lambda_.LayerVersion(
             self,
             "DependenciesLayer",
@@ -190,18 +191,26 @@ class Functions(Construct):
         self._code = lambda_.Code.from_asset(
             str(PROJECT_ROOT / "functions"), exclude=["**/__pycache__", "*.pyc"]
         )
+        # A function gets exactly the variables its settings model requires (functions/agentledger/config.py).
         self._common_environment = {
             "LEDGER_TABLE_NAME": storage.ledger_table.table_name,
-            "IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name,
             "ARTIFACT_BUCKET_NAME": storage.artifact_bucket.bucket_name,
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "AGENTLEDGER_ENVIRONMENT": environment_name,
+            "AGENTLEDGER_MAX_REPLANS": str(max_replans),
+        }
+        self._workflow_environment = {
             "AGENTLEDGER_REVIEW_EMPTY_PLANS": "true" if review_empty_plans else "false",
+            "AGENTLEDGER_WORKSPACE_RETENTION_HOURS": str(workspace_retention_hours),
+            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS": str(test_timeout_limit_seconds),
             "AGENTLEDGER_AGENT": agent_spec,
             **self._planner.environment(),
         }
+        self._build_environment = {"TEST_BUILD_PROJECT_NAME": build_sandbox.project.project_name}
+        self._idempotency_environment = {"IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name}
+        self._cursor_environment = {"CURSOR_SIGNING_SECRET_ARN": storage.cursor_signing_key.secret_arn}
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._effect_environment = {
             "NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn,
@@ -283,11 +292,12 @@ class Functions(Construct):
             role=role,
             environment={
                 **self._common_environment,
+                **(self._idempotency_environment if spec.idempotency is not Access.NONE else {}),
+                **(self._workflow_environment if spec.runs_workflow else {}),
                 **(self._effect_environment if spec.delivers_effects else {}),
                 **(self._build_environment if spec.starts_test_builds else {}),
                 **(self._review_environment if spec.decides_reviews else {}),
-                **({"CURSOR_SIGNING_SECRET_ARN": self._storage.cursor_signing_key.secret_arn} if spec.signs_cursors else {}),
-                **spec.extra_environment,
+                **(self._cursor_environment if spec.signs_cursors else {}),
             },
         )
         # The contract names functions by logical id (the local runtime maps them to handlers).
