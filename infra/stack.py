@@ -30,11 +30,13 @@ class AgentLedgerStack(Stack):
         review_alarm_seconds: int,
         test_timeout_limit_seconds: int,
         isolated_test_builds: bool,
-        allow_self_approval: bool = False,
-        github_base_branch: str = "main",
-        review_empty_plans: bool = False,
-        agent_spec: str = "",
-        planner: PlannerConfig | None = None,
+        allow_self_approval: bool,
+        github_base_branch: str,
+        review_empty_plans: bool,
+        agent_spec: str,
+        planner: PlannerConfig,
+        max_replans: int,
+        workspace_retention_hours: float,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -65,6 +67,8 @@ class AgentLedgerStack(Stack):
             review_empty_plans=review_empty_plans,
             agent_spec=agent_spec,
             planner=planner,
+            max_replans=max_replans,
+            workspace_retention_hours=workspace_retention_hours,
         )
         workflow = Workflow(self, "Workflow", functions=functions)
         functions.connect_state_machine(workflow.state_machine)

@@ -1,108 +1,159 @@
-"""Configuration read from the function's environment, as the stack sets it."""
+"""Each Lambda function's settings: one typed model per kind of function, read from its environment.
+
+A field's alias is the environment variable it is read from. A required field is one the stack
+always sets: the operator's settings among them are CDK context keys, whose defaults live in the
+CDK app alone (infra/app.py), so none is written here. A field with a default is never set by the
+stack: only the local runtime sets it (where workspaces and repositories lie, the loopback S3
+endpoint, the AWS profile that signs Bedrock calls), and on Lambda the default holds.
+tests/infra/test_function_settings.py holds every function of the synthesized stack to this."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Self, cast
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 
-def _required(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise RuntimeError(f"environment variable {name} is not set; the stack must pass it to this function")
-    return value
+class SettingsError(RuntimeError):
+    """The function's environment lacks a setting, or holds one that does not parse."""
 
 
-def _prices(text: str) -> tuple[float, float]:
-    input_price, _, output_price = text.partition(",")
-    return float(input_price), float(output_price or 0)
+def _path_list(value: object) -> object:
+    """AGENTLEDGER_LOCAL_REPOSITORY_ROOTS is a search path: directories joined by os.pathsep."""
+    return tuple(Path(part) for part in value.split(os.pathsep) if part) if isinstance(value, str) else value
 
 
-@dataclass(frozen=True)
-class Settings:
-    ledger_table: str
-    artifact_bucket: str
-    idempotency_table: str
-    environment: str
-    state_machine_arn: str | None
-    workspace_root: Path
-    max_replans: int
-    agent_spec: str | None
-    notification_topic_arn: str | None = None
-    github_api_url: str = "https://api.github.com"
-    github_repository: str | None = None
-    # The branch pull requests are opened against; their commit builds on its head.
-    github_base_branch: str = "main"
-    github_token_secret_arn: str | None = None
-    receiver_timeout_s: float = 5.0
-    test_build_project: str | None = None
-    # The most a repository's `timeout` may ask for: an operator's bound on what one untrusted
-    # repository can spend on build minutes.
-    test_timeout_limit_s: int = 3600
-    # Where artifact links and a build's grants point; unset on AWS (S3's own endpoint). The local
-    # runtime sets it to an S3 endpoint on loopback that curl and the build sandbox can reach.
-    artifact_link_endpoint: str | None = None
-    # Separation of duties: the principal that requested a run may not approve it, unless a
-    # one-person team turns this on (the allowSelfApproval context key).
-    allow_self_approval: bool = False
-    # Directories under which a local repository may lie. Only the local runtime sets them; on
-    # AWS the functions read uploaded tarballs only.
-    local_repository_roots: tuple[Path, ...] = ()
-    # The secret whose value seals the list cursors the API hands out (the API function only).
-    cursor_signing_secret_arn: str | None = None
-    # A plan that writes nothing ends the run as `nothing_to_do`, unless this asks a person to
-    # review it anyway (the reviewEmptyPlans context key).
-    review_empty_plans: bool = False
-    # Which planner the reference agent uses: "docstring-examples" (no model) or "bedrock".
-    planner: str = "docstring-examples"
-    bedrock_model_id: str = ""
-    bedrock_max_tokens: int = 4096
-    bedrock_temperature: float = 0.0
-    bedrock_max_reasks: int = 2
-    # USD per 1,000 input and output tokens, for the cost estimate ("INPUT,OUTPUT").
-    bedrock_prices: tuple[float, float] = (0.0, 0.0)
-    # Locally only: the AWS profile whose credentials sign Bedrock calls that pass through moto.
-    bedrock_profile: str | None = None
-    # How long a workspace a failed attempt left (and an extracted tarball no run read) is kept.
-    workspace_retention_s: int = 24 * 3600
+def _price_pair(value: object) -> object:
+    """"INPUT,OUTPUT": USD per 1,000 input and output tokens."""
+    return value.split(",") if isinstance(value, str) else value
+
+
+class FunctionSettings(BaseModel):
+    """What every function reads: the ledger, the artifacts, the workspaces."""
+
+    model_config = ConfigDict(frozen=True, validate_by_name=True, validate_by_alias=True)
+
+    ledger_table: str = Field(validation_alias="LEDGER_TABLE_NAME", min_length=1)
+    artifact_bucket: str = Field(validation_alias="ARTIFACT_BUCKET_NAME", min_length=1)
+    # The environment context key; the handlers put it on every log line.
+    environment: str = Field(validation_alias="AGENTLEDGER_ENVIRONMENT", min_length=1)
+    # How often stale context may replan a run before it goes to a person (the maxReplans context key).
+    max_replans: int = Field(validation_alias="AGENTLEDGER_MAX_REPLANS", ge=0)
+    # Lambda can only write under /tmp; the local runtime points this at serve's workspace.
+    workspace_root: Path = Field(Path("/tmp/agentledger"), validation_alias="AGENTLEDGER_WORKSPACE_ROOT")
+    # Directories under which a local repository may lie. Local runtime only: on AWS the functions
+    # read uploaded tarballs only.
+    local_repository_roots: Annotated[tuple[Path, ...], BeforeValidator(_path_list)] = Field(
+        (), validation_alias="AGENTLEDGER_LOCAL_REPOSITORY_ROOTS")
+    # Where artifact links and a build's grants point. Local runtime only: an S3 endpoint on
+    # loopback that curl and the build sandbox can reach; on AWS, S3's own endpoint.
+    artifact_link_endpoint: str | None = Field(None, validation_alias="ARTIFACT_LINK_ENDPOINT")
 
     @classmethod
-    def from_env(cls) -> Settings:
-        return cls(
-            ledger_table=_required("LEDGER_TABLE_NAME"),
-            artifact_bucket=_required("ARTIFACT_BUCKET_NAME"),
-            idempotency_table=_required("IDEMPOTENCY_TABLE_NAME"),
-            environment=os.environ.get("AGENTLEDGER_ENVIRONMENT", "dev"),
-            state_machine_arn=os.environ.get("STATE_MACHINE_ARN"),
-            # Lambda can only write under /tmp; the local runtime points this elsewhere.
-            workspace_root=Path(os.environ.get("AGENTLEDGER_WORKSPACE_ROOT", "/tmp/agentledger")),
-            max_replans=int(os.environ.get("AGENTLEDGER_MAX_REPLANS", "3")),
-            agent_spec=os.environ.get("AGENTLEDGER_AGENT") or None,
-            notification_topic_arn=os.environ.get("NOTIFICATION_TOPIC_ARN") or None,
-            github_api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com",
-            github_repository=os.environ.get("GITHUB_REPOSITORY") or None,
-            github_token_secret_arn=os.environ.get("GITHUB_TOKEN_SECRET_ARN") or None,
-            github_base_branch=os.environ.get("GITHUB_BASE_BRANCH") or "main",
-            receiver_timeout_s=float(os.environ.get("AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS", "5")),
-            test_build_project=os.environ.get("TEST_BUILD_PROJECT_NAME") or None,
-            test_timeout_limit_s=int(os.environ.get("AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "3600")),
-            artifact_link_endpoint=os.environ.get("ARTIFACT_LINK_ENDPOINT") or None,
-            allow_self_approval=os.environ.get("AGENTLEDGER_ALLOW_SELF_APPROVAL", "false") == "true",
-            local_repository_roots=tuple(
-                Path(root) for root in os.environ.get("AGENTLEDGER_LOCAL_REPOSITORY_ROOTS", "").split(os.pathsep) if root),
-            review_empty_plans=os.environ.get("AGENTLEDGER_REVIEW_EMPTY_PLANS", "false") == "true",
-            cursor_signing_secret_arn=os.environ.get("CURSOR_SIGNING_SECRET_ARN") or None,
-            planner=os.environ.get("AGENTLEDGER_PLANNER") or "docstring-examples",
-            bedrock_model_id=os.environ.get("AGENTLEDGER_BEDROCK_MODEL_ID", ""),
-            bedrock_max_tokens=int(os.environ.get("AGENTLEDGER_BEDROCK_MAX_TOKENS", "4096")),
-            bedrock_temperature=float(os.environ.get("AGENTLEDGER_BEDROCK_TEMPERATURE", "0")),
-            bedrock_max_reasks=int(os.environ.get("AGENTLEDGER_BEDROCK_MAX_REASKS", "2")),
-            bedrock_prices=_prices(os.environ.get("AGENTLEDGER_BEDROCK_PRICES") or "0,0"),
-            bedrock_profile=os.environ.get("AGENTLEDGER_BEDROCK_PROFILE") or None,
-            workspace_retention_s=int(float(os.environ.get("AGENTLEDGER_WORKSPACE_RETENTION_HOURS", "24")) * 3600),
-        )
+    def from_env(cls) -> Self:
+        """The settings in `os.environ`, parsed once per distinct environment: locally one process
+        hosts every function, each invocation seeing its own function's environment."""
+        present = tuple((name, os.environ[name]) for name in cls.variables() if name in os.environ)
+        return cast(Self, _parse(cls, present))
 
-    def require_state_machine(self) -> str:
-        if not self.state_machine_arn:
-            raise RuntimeError("environment variable STATE_MACHINE_ARN is not set for this function")
-        return self.state_machine_arn
+    @classmethod
+    def variables(cls) -> dict[str, bool]:
+        """Each environment variable this model reads, and whether it is required."""
+        return {str(field.validation_alias): field.is_required() for field in cls.model_fields.values()}
+
+
+class WorkflowSettings(FunctionSettings):
+    """A function that runs the workflow: the stages, the assessment, the failure classifier."""
+
+    # A plan that writes nothing ends the run as `nothing_to_do`, unless this asks a person to
+    # review it anyway (the reviewEmptyPlans context key).
+    review_empty_plans: bool = Field(validation_alias="AGENTLEDGER_REVIEW_EMPTY_PLANS")
+    # How long a workspace a failed attempt left (and an extracted tarball no run read) is kept.
+    workspace_retention_hours: float = Field(validation_alias="AGENTLEDGER_WORKSPACE_RETENTION_HOURS", gt=0)
+    # The most a repository's `timeout` may ask for: an operator's bound on what one untrusted
+    # repository can spend on build minutes.
+    test_timeout_limit_s: int = Field(validation_alias="AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", gt=0)
+    # "package.module:factory" of a custom agent; empty is the reference agent.
+    agent_spec: str = Field(validation_alias="AGENTLEDGER_AGENT")
+    # Which planner the reference agent uses: "docstring-examples" (no model) or "bedrock".
+    planner: str = Field(validation_alias="AGENTLEDGER_PLANNER", min_length=1)
+    bedrock_model_id: str = Field(validation_alias="AGENTLEDGER_BEDROCK_MODEL_ID")
+    bedrock_max_tokens: int = Field(validation_alias="AGENTLEDGER_BEDROCK_MAX_TOKENS", gt=0)
+    bedrock_temperature: float = Field(validation_alias="AGENTLEDGER_BEDROCK_TEMPERATURE", ge=0, le=1)
+    bedrock_max_reasks: int = Field(validation_alias="AGENTLEDGER_BEDROCK_MAX_REASKS", ge=0)
+    # USD per 1,000 input and output tokens, for the cost estimate.
+    bedrock_prices: Annotated[tuple[float, float], BeforeValidator(_price_pair)] = Field(
+        validation_alias="AGENTLEDGER_BEDROCK_PRICES")
+    # Local runtime only: the AWS profile whose credentials sign Bedrock calls that pass through moto.
+    bedrock_profile: str | None = Field(None, validation_alias="AGENTLEDGER_BEDROCK_PROFILE")
+
+    @property
+    def workspace_retention_s(self) -> float:
+        return self.workspace_retention_hours * 3600
+
+
+class VerifySettings(WorkflowSettings):
+    """The verify stage: it starts the test builds."""
+
+    test_build_project: str = Field(validation_alias="TEST_BUILD_PROJECT_NAME", min_length=1)
+
+
+class ExecutionSettings(FunctionSettings):
+    """A function that drives executions of the run state machine."""
+
+    state_machine_arn: str = Field(validation_alias="STATE_MACHINE_ARN", min_length=1)
+
+
+class IdempotencySettings(FunctionSettings):
+    """A function that keeps Powertools idempotency records."""
+
+    idempotency_table: str = Field(validation_alias="IDEMPOTENCY_TABLE_NAME", min_length=1)
+
+
+class KeeperSettings(WorkflowSettings, ExecutionSettings):
+    """The review keeper: it heartbeats and fails review tasks of the run state machine."""
+
+
+class EffectSettings(IdempotencySettings):
+    """A function that delivers external writes: notifications, tickets, pull requests."""
+
+    notification_topic_arn: str = Field(validation_alias="NOTIFICATION_TOPIC_ARN", min_length=1)
+    github_api_url: str = Field(validation_alias="GITHUB_API_URL", min_length=1)
+    # OWNER/NAME; empty turns tickets and pull requests off.
+    github_repository: str = Field(validation_alias="GITHUB_REPOSITORY")
+    # The branch pull requests are opened against; their commit builds on its head.
+    github_base_branch: str = Field(validation_alias="GITHUB_BASE_BRANCH", min_length=1)
+    github_token_secret_arn: str = Field(validation_alias="GITHUB_TOKEN_SECRET_ARN", min_length=1)
+
+
+class ReviewRequestSettings(WorkflowSettings, EffectSettings):
+    """The review request: it registers the review, then notifies the reviewers."""
+
+
+class ApiSettings(IdempotencySettings, ExecutionSettings):
+    """The API: it starts executions (idempotently), decides reviews and seals list cursors."""
+
+    # The secret whose value seals the list cursors the API hands out.
+    cursor_signing_secret_arn: str = Field(validation_alias="CURSOR_SIGNING_SECRET_ARN", min_length=1)
+    # Separation of duties: the principal that requested a run may not approve it, unless a
+    # one-person team turns this on (the allowSelfApproval context key).
+    allow_self_approval: bool = Field(validation_alias="AGENTLEDGER_ALLOW_SELF_APPROVAL")
+
+
+@lru_cache(maxsize=64)
+def _parse(model: type[FunctionSettings], variables: tuple[tuple[str, str], ...]) -> FunctionSettings:
+    try:
+        return model.model_validate(dict(variables))
+    except ValidationError as error:
+        # One line per variable, not pydantic's report: the handoff and the logs show this message.
+        raise SettingsError(f"{model.__name__}: " + "; ".join(_problem(detail) for detail in error.errors())) from None
+
+
+def _problem(detail: ErrorDetails) -> str:
+    name = ".".join(str(part) for part in detail["loc"])
+    if detail["type"] == "missing":
+        return f"environment variable {name} is not set; the stack must pass it to this function"
+    return f"environment variable {name}={detail['input']!r} is not valid: {detail['msg']}"

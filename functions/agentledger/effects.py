@@ -34,7 +34,7 @@ from agentledger.ports import (
 from agentledger.records import new_decision
 
 from . import faults, metric_names
-from .config import Settings
+from .config import EffectSettings
 from .errors import (
     EffectFailedError,
     EffectInProgressError,
@@ -57,7 +57,7 @@ def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
 
 
 class EffectRunner:
-    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
+    def __init__(self, settings: EffectSettings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
                  receivers: dict[str, Receiver], persistence: BasePersistenceLayer, metrics: MetricSink) -> None:
         self.settings = settings
         self.ledger = ledger

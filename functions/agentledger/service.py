@@ -13,7 +13,7 @@ from agentledger.records import new_decision
 from agentledger.source import SourceSnapshot, upload_key
 
 from . import metric_names
-from .config import Settings
+from .config import ApiSettings
 from .cursors import CursorSeal
 from .errors import (
     ConcurrentModificationError,
@@ -219,7 +219,7 @@ def resume_execution_name(run_id: str, resume_number: int) -> str:
 
 
 class RunService:
-    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort,
+    def __init__(self, settings: ApiSettings, ledger: LedgerPort, artifacts: ArtifactPort,
                  sources: SourcePort, executions: ExecutionPort, metrics: MetricSink, cursors: CursorSeal) -> None:
         self.settings = settings
         self.cursors = cursors

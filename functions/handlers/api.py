@@ -29,7 +29,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
 
-from agentledger.config import Settings
+from agentledger.config import ApiSettings
 from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
 from agentledger.models import RunStatus
 from agentledger.service import (
@@ -142,7 +142,7 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
                                expires_after_seconds=IDEMPOTENCY_WINDOW_S)
     if context is not None:
         config.register_lambda_context(context)
-    persistence = DynamoDBPersistenceLayer(table_name=Settings.from_env().idempotency_table)
+    persistence = DynamoDBPersistenceLayer(table_name=ApiSettings.from_env().idempotency_table)
     once = idempotent_function(data_keyword_argument="command", config=config,
                                persistence_store=persistence)(_create_once)
     return once(command=command)
@@ -274,6 +274,7 @@ def _unsupported_media_type(event: dict[str, Any]) -> dict[str, Any] | None:
             "body": body.model_dump_json(), "isBase64Encoded": False}
 
 
-@lambda_handler(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+@lambda_handler(ApiSettings, correlation_id_path=correlation_paths.API_GATEWAY_REST)
+def handler(event: dict[str, Any], context: LambdaContext, settings: ApiSettings) -> dict[str, Any]:
+    # The routes read the same settings again where they need them (ApiSettings.from_env is cached).
     return _unsupported_media_type(event) or app.resolve(event, context)

@@ -5,12 +5,14 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from agentledger.config import EffectSettings
+
 from .events import EffectEvent
 from .wiring import effects, lambda_handler, logger
 
 
-@lambda_handler(EffectEvent)
-def deliver(event: EffectEvent, context: LambdaContext) -> dict[str, Any]:
-    outcome = effects().deliver(event.run_id, event.execution, event.effect, context)
+@lambda_handler(EffectSettings, EffectEvent)
+def deliver(event: EffectEvent, context: LambdaContext, settings: EffectSettings) -> dict[str, Any]:
+    outcome = effects(settings).deliver(event.run_id, event.execution, event.effect, context)
     logger.info("effect delivered", extra={"outcome": outcome})
     return outcome

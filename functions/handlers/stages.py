@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from agentledger.config import VerifySettings, WorkflowSettings
 from agentledger.models import Stage
 
 from .events import StageEvent
@@ -14,20 +15,20 @@ from .wiring import lambda_handler, logger, workflow
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def stage_handler(stage: Stage) -> Handler:
-    @lambda_handler(StageEvent)
-    def handle(event: StageEvent, context: LambdaContext) -> dict[str, Any]:
+def stage_handler(stage: Stage, settings: type[WorkflowSettings] = WorkflowSettings) -> Handler:
+    def handle(event: StageEvent, context: LambdaContext, loaded: WorkflowSettings) -> dict[str, Any]:
         logger.append_keys(stage=stage.value, execution=event.execution)
-        outcome = workflow().run_stage(stage, event.run_id, event.execution, event.task_token)
+        outcome = workflow(loaded).run_stage(stage, event.run_id, event.execution, event.task_token)
         logger.info("stage finished", extra={"outcome": outcome})
         return outcome
 
+    # Named before it is decorated: the decorator records the settings under the handler's name.
     handle.__name__ = stage.value
-    return handle
+    return lambda_handler(settings, StageEvent)(handle)
 
 
 inspect = stage_handler(Stage.INSPECT)
 plan = stage_handler(Stage.PLAN)
 execute = stage_handler(Stage.EXECUTE)
-verify = stage_handler(Stage.VERIFY)
+verify = stage_handler(Stage.VERIFY, VerifySettings)
 complete = stage_handler(Stage.COMPLETE)

@@ -1,9 +1,9 @@
-"""Builds the workflow, the effects and the API service from the function's environment, once
-per container (and once per configuration, so the local runtime can host several stacks)."""
+"""Builds the workflow, the effects and the API service from the function's settings, once per
+container (and once per configuration, so the local runtime can host several stacks)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Any
 
 import boto3
@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 from pydantic import BaseModel
 
@@ -23,7 +24,14 @@ from agentledger.adapters.repositories import SourceResolver
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.adapters.stepfunctions import ExecutionControl
 from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceAgent, load_agent
-from agentledger.config import Settings
+from agentledger.config import (
+    ApiSettings,
+    EffectSettings,
+    FunctionSettings,
+    KeeperSettings,
+    VerifySettings,
+    WorkflowSettings,
+)
 from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.ports import Receiver
@@ -36,7 +44,12 @@ tracer = Tracer()
 # may be imported outside any invocation's environment (the CDK app reads the api's routes from it).
 metrics = Metrics(namespace=metric_names.NAMESPACE)
 TOKEN_CACHE_SECONDS = 300
+# Well inside EffectFunction's 15 s, so a slow receiver leaves time to record what came back.
+RECEIVER_TIMEOUT_SECONDS = 5.0
 Handler = Callable[..., Any]
+# "module.function" of every handler -> the settings model it reads: what the stack must set for it
+# (tests/infra/test_function_settings.py compares each function of the synthesized stack with it).
+HANDLER_SETTINGS: dict[str, type[FunctionSettings]] = {}
 
 
 class PowertoolsMetricSink:
@@ -57,12 +70,22 @@ class PowertoolsMetricSink:
 sink = PowertoolsMetricSink()
 
 
-def lambda_handler(model: type[BaseModel] | None = None,
+def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | None = None,
                    correlation_id_path: str | None = "run_id") -> Callable[[Handler], Handler]:
     """The one order of Powertools decorators every handler gets: logs correlated by run id,
-    a trace segment, metrics flushed as EMF, and the event parsed into `model`."""
+    a trace segment, metrics flushed as EMF, and the event parsed into `model`. The function's
+    `settings` are read before any work (a variable the stack did not pass fails the invocation
+    there, named) and handed to it after the event and the context."""
     def decorate(function: Handler) -> Handler:
-        handler = event_parser(model=model)(function) if model is not None else function
+        HANDLER_SETTINGS[f"{function.__module__}.{function.__name__}"] = settings
+
+        @wraps(function)
+        def configured(event: Any, context: LambdaContext) -> Any:
+            loaded = settings.from_env()
+            logger.append_keys(environment=loaded.environment)
+            return function(event, context, loaded)
+
+        handler = event_parser(model=model)(configured) if model is not None else configured
         handler = metrics.log_metrics(handler)
         handler = tracer.capture_lambda_handler(handler)
         return logger.inject_lambda_context(correlation_id_path=correlation_id_path, clear_state=True)(handler)
@@ -71,7 +94,7 @@ def lambda_handler(model: type[BaseModel] | None = None,
 
 
 @lru_cache(maxsize=8)
-def _stores(settings: Settings) -> tuple[LedgerStore, ArtifactStore, SourceResolver]:
+def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, SourceResolver]:
     ledger = LedgerStore(settings.ledger_table, boto3.resource("dynamodb"))
     s3 = boto3.client("s3")
     # Links and upload grants are SigV4 (S3 no longer takes SigV2 for new buckets), on loopback locally.
@@ -80,25 +103,20 @@ def _stores(settings: Settings) -> tuple[LedgerStore, ArtifactStore, SourceResol
     return ledger, artifacts, SourceResolver(artifacts, settings.workspace_root, settings.local_repository_roots)
 
 
-def _executions(settings: Settings) -> ExecutionControl | None:
-    if not settings.state_machine_arn:
-        return None
-    return ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
-
-
 @lru_cache(maxsize=8)
-def _workflow(settings: Settings) -> Workflow:
+def workflow(settings: WorkflowSettings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
     builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"))
-              if settings.test_build_project else None)
-    return Workflow(settings, ledger, artifacts, sources, _agent(settings), _executions(settings), sink,
-                    builds)
+              if isinstance(settings, VerifySettings) else None)
+    executions = (ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
+                  if isinstance(settings, KeeperSettings) else None)
+    return Workflow(settings, ledger, artifacts, sources, _agent(settings), executions, sink, builds)
 
 
-def _agent(settings: Settings) -> Agent:
+def _agent(settings: WorkflowSettings) -> Agent:
     """A custom agent if one is configured, else the reference agent with the configured planner."""
     if settings.agent_spec or settings.planner != "bedrock":
-        return load_agent(settings.agent_spec)
+        return load_agent(settings.agent_spec or None)
     client = boto3.Session(profile_name=settings.bedrock_profile).client("bedrock-runtime")
     planner = BedrockPlanner(client, BedrockSettings(
         model_id=settings.bedrock_model_id, max_tokens=settings.bedrock_max_tokens,
@@ -107,42 +125,32 @@ def _agent(settings: Settings) -> Agent:
     return ReferenceAgent(planner=planner)
 
 
-def _receivers(settings: Settings) -> dict[str, Receiver]:
-    receivers: dict[str, Receiver] = {}
-    if settings.notification_topic_arn:
-        receivers["notifications"] = SnsNotifications(settings.notification_topic_arn, boto3.client("sns"))
-    if settings.github_repository and settings.github_token_secret_arn:
+def _receivers(settings: EffectSettings) -> dict[str, Receiver]:
+    receivers: dict[str, Receiver] = {
+        "notifications": SnsNotifications(settings.notification_topic_arn, boto3.client("sns"))}
+    if settings.github_repository:
         token = parameters.get_secret(settings.github_token_secret_arn, max_age=TOKEN_CACHE_SECONDS)
-        github = GitHubApi(settings.github_api_url, settings.github_repository, str(token), settings.receiver_timeout_s)
+        github = GitHubApi(settings.github_api_url, settings.github_repository, str(token), RECEIVER_TIMEOUT_SECONDS)
         receivers["tickets"] = GitHubIssues(github)
         receivers["pull_requests"] = GitHubPullRequests(github, settings.github_base_branch)
     return receivers
 
 
 @lru_cache(maxsize=8)
-def _effects(settings: Settings) -> EffectRunner:
+def effects(settings: EffectSettings) -> EffectRunner:
     ledger, artifacts, sources = _stores(settings)
     return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings),
                         DynamoDBPersistenceLayer(table_name=settings.idempotency_table), sink)
 
 
 @lru_cache(maxsize=8)
-def _service(settings: Settings) -> RunService:
+def _service(settings: ApiSettings) -> RunService:
     ledger, artifacts, sources = _stores(settings)
-    executions = ExecutionControl(settings.require_state_machine(), boto3.client("stepfunctions"))
-    if not settings.cursor_signing_secret_arn:
-        raise RuntimeError("environment variable CURSOR_SIGNING_SECRET_ARN is not set; the stack must pass it to this function")
+    executions = ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
     key = parameters.get_secret(settings.cursor_signing_secret_arn, max_age=TOKEN_CACHE_SECONDS)
     return RunService(settings, ledger, artifacts, sources, executions, sink, CursorSeal(str(key).encode()))
 
 
-def workflow() -> Workflow:
-    return _workflow(Settings.from_env())
-
-
-def effects() -> EffectRunner:
-    return _effects(Settings.from_env())
-
-
 def service() -> RunService:
-    return _service(Settings.from_env())
+    """The API's routes build it from the settings the api handler read (ApiSettings.from_env is cached)."""
+    return _service(ApiSettings.from_env())

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentledger.agent import Agent
-from agentledger.config import Settings
+from agentledger.config import ApiSettings, ReviewRequestSettings
 from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.models import Stage
@@ -34,17 +34,27 @@ OPERATOR = "arn:aws:sts::123456789012:assumed-role/operator/on-call"
 UP_TO_REVIEW = (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY)
 
 
-def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_plans: bool = False) -> Settings:
-    return Settings(ledger_table="ledger", artifact_bucket="memory-bucket", idempotency_table="idempotency",
-                    environment="dev", state_machine_arn="arn:memory:stateMachine:run",
-                    workspace_root=workspace_root, max_replans=max_replans, agent_spec=None,
-                    review_empty_plans=review_empty_plans)
+class MemorySettings(ApiSettings, ReviewRequestSettings):
+    """Every function's settings at once: the world wires the workflow, the effects and the API to
+    one ledger."""
+
+
+def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_plans: bool = False) -> MemorySettings:
+    return MemorySettings(
+        ledger_table="ledger", artifact_bucket="memory-bucket", idempotency_table="idempotency",
+        environment="dev", state_machine_arn="arn:memory:stateMachine:run", workspace_root=workspace_root,
+        max_replans=max_replans, review_empty_plans=review_empty_plans, workspace_retention_hours=24,
+        test_timeout_limit_s=3600, agent_spec="", planner="docstring-examples", bedrock_model_id="",
+        bedrock_max_tokens=4096, bedrock_temperature=0.0, bedrock_max_reasks=2, bedrock_prices=(0.0, 0.0),
+        notification_topic_arn="arn:memory:topic", github_api_url="https://github.invalid",
+        github_repository="", github_base_branch="main", github_token_secret_arn="arn:memory:secret",
+        cursor_signing_secret_arn="arn:memory:cursor-secret", allow_self_approval=False)
 
 
 @dataclass
 class World:
     repo: Path
-    settings: Settings
+    settings: MemorySettings
     ledger: InMemoryLedger
     artifacts: InMemoryArtifacts
     executions: RecordingExecutions
@@ -58,7 +68,8 @@ class World:
     effects: EffectRunner
 
     def create(self, key: str = "key-1") -> tuple[str, str]:
-        created = self.service.create(CreateRunRequest(repository=str(self.repo), request="write tests"), key, REQUESTER)
+        request = CreateRunRequest(repository=str(self.repo), request="write tests")
+        created = self.service.create(request, key, REQUESTER)
         return created["run_id"], created["execution"]
 
     def run(self, run_id: str, execution: str, *stages: Stage) -> None:
@@ -84,7 +95,8 @@ def build_world(tmp_path: Path, *, max_replans: int = 3, tracker: InMemoryTracke
                 receivers: dict[str, Receiver] | None = None, review_empty_plans: bool = False,
                 agent: Agent | None = None) -> World:
     settings = memory_settings(tmp_path / "workspaces", max_replans, review_empty_plans)
-    ledger, artifacts, executions, metrics = InMemoryLedger(), InMemoryArtifacts(), RecordingExecutions(), RecordingMetrics()
+    ledger, artifacts = InMemoryLedger(), InMemoryArtifacts()
+    executions, metrics = RecordingExecutions(), RecordingMetrics()
     sources, agent, builds = DirectorySources(), agent or InstantAgent(), InstantBuilds(artifacts)
     tracker = tracker or InMemoryTracker()
     persistence = InMemoryIdempotency()

@@ -29,12 +29,12 @@ WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction"}
 ARTIFACT_READERS = {"ApiFunction", "AssessFunction", "ReviewKeeperFunction", "EffectFunction"}
 IDEMPOTENCY_USERS = {"ApiFunction", "EffectFunction", "RequestReviewFunction"}
 EFFECT_DELIVERERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifies the reviewers
+WORKFLOW_RUNNERS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "EffectFunction"}
 EFFECT_ENVIRONMENT = {
     "NOTIFICATION_TOPIC_ARN",
     "GITHUB_API_URL",
     "GITHUB_REPOSITORY",
     "GITHUB_TOKEN_SECRET_ARN",
-    "AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS",
 }
 STATES_ACTIONS = {
     "states:StartExecution",
@@ -94,17 +94,26 @@ def test_function_roles_use_no_managed_policies(resources) -> None:
 def test_function_environment(resources, logical_id, name: str) -> None:
     variables = resources("AWS::Lambda::Function")[name]["Properties"]["Environment"]["Variables"]
     assert variables["LEDGER_TABLE_NAME"] == {"Ref": logical_id("AWS::DynamoDB::Table", "LedgerTable")}
-    assert variables["IDEMPOTENCY_TABLE_NAME"] == {
-        "Ref": logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
-    }
+    if name in IDEMPOTENCY_USERS:
+        assert variables["IDEMPOTENCY_TABLE_NAME"] == {
+            "Ref": logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
+        }
+    else:
+        assert "IDEMPOTENCY_TABLE_NAME" not in variables
     assert variables["ARTIFACT_BUCKET_NAME"] == {"Ref": logical_id("AWS::S3::Bucket", "ArtifactBucket")}
     assert variables["POWERTOOLS_SERVICE_NAME"] == "agentledger"
     assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "AgentLedger"
     assert variables["POWERTOOLS_LOG_LEVEL"] == "INFO"
     assert variables["AGENTLEDGER_ENVIRONMENT"] == "dev"
-    # cdk.json's defaults: an empty plan ends the run without review; the reference agent.
-    assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "false"
-    assert variables["AGENTLEDGER_AGENT"] == ""
+    assert variables["AGENTLEDGER_MAX_REPLANS"] == "3"
+    if name in WORKFLOW_RUNNERS:
+        # cdk.json's defaults: an empty plan ends the run without review; the reference agent.
+        assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "false"
+        assert variables["AGENTLEDGER_AGENT"] == ""
+        assert variables["AGENTLEDGER_BEDROCK_MAX_REASKS"] == "2"
+        assert float(variables["AGENTLEDGER_WORKSPACE_RETENTION_HOURS"]) == 24
+    else:
+        assert "AGENTLEDGER_AGENT" not in variables and "AGENTLEDGER_PLANNER" not in variables
     if name in WORKFLOW_DRIVERS:
         assert variables["STATE_MACHINE_ARN"] == {
             "Ref": logical_id("AWS::StepFunctions::StateMachine", "RunStateMachine")
@@ -233,7 +242,6 @@ def test_effect_function_environment(resources, logical_id) -> None:
     assert variables["GITHUB_API_URL"] == "https://api.github.com"
     assert variables["GITHUB_REPOSITORY"] == ""
     assert variables["GITHUB_BASE_BRANCH"] == "main"
-    assert variables["AGENTLEDGER_RECEIVER_TIMEOUT_SECONDS"] == "5"
 
 
 def _statements_with(function_statements, name: str, action: str) -> list[dict]:

@@ -32,6 +32,9 @@ CUSTOM_CONTEXT = {
     "bedrockMaxTokens": "2048",
     "bedrockTemperature": "0.2",
     "bedrockPrices": "0.000035,0.00014",
+    "bedrockMaxReasks": "1",
+    "maxReplans": "5",
+    "workspaceRetentionHours": "6",
 }
 # Every key the stack reads, with the default it has when no context sets it.
 DEFAULTS = {
@@ -50,6 +53,9 @@ DEFAULTS = {
     "bedrockMaxTokens": infra_app.DEFAULT_BEDROCK_MAX_TOKENS,
     "bedrockTemperature": infra_app.DEFAULT_BEDROCK_TEMPERATURE,
     "bedrockPrices": infra_app.DEFAULT_BEDROCK_PRICES,
+    "bedrockMaxReasks": infra_app.DEFAULT_BEDROCK_MAX_REASKS,
+    "maxReplans": infra_app.DEFAULT_MAX_REPLANS,
+    "workspaceRetentionHours": infra_app.DEFAULT_WORKSPACE_RETENTION_HOURS,
 }
 
 
@@ -144,8 +150,8 @@ def test_the_planner_and_its_model_come_from_context(custom_template: Template) 
     variables = functions["PlanFunction"]["Properties"]["Environment"]["Variables"]
     assert (variables["AGENTLEDGER_PLANNER"], variables["AGENTLEDGER_BEDROCK_MODEL_ID"],
             variables["AGENTLEDGER_BEDROCK_MAX_TOKENS"], variables["AGENTLEDGER_BEDROCK_TEMPERATURE"],
-            variables["AGENTLEDGER_BEDROCK_PRICES"]) == (
-        "bedrock", "amazon.nova-micro-v1:0", "2048", "0.2", "0.000035,0.00014")
+            variables["AGENTLEDGER_BEDROCK_PRICES"], variables["AGENTLEDGER_BEDROCK_MAX_REASKS"]) == (
+        "bedrock", "amazon.nova-micro-v1:0", "2048", "0.2", "0.000035,0.00014", "1")
     assert functions["EffectFunction"]["Properties"]["Environment"]["Variables"]["GITHUB_BASE_BRANCH"] == "trunk"
     assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
 
@@ -184,8 +190,24 @@ def test_the_bedrock_stack_passes_cdk_nag(tmp_path_factory: pytest.TempPathFacto
 
 
 @pytest.mark.parametrize(("key", "value"), [("planner", "gpt"), ("bedrockPrices", "cheap"), ("bedrockMaxTokens", "0"),
-                                          ("bedrockTemperature", "hot"), ("bedrockTemperature", "1.5")])
+                                          ("bedrockTemperature", "hot"), ("bedrockTemperature", "1.5"),
+                                          ("bedrockMaxReasks", "-1")])
 def test_a_bad_planner_setting_is_refused_naming_its_key(tmp_path, key: str, value: str) -> None:
+    with pytest.raises(ValueError, match=key):
+        build_app(context={key: value}, outdir=tmp_path)
+
+
+def test_the_replan_and_workspace_bounds_come_from_context(custom_template: Template) -> None:
+    for function in custom_template.find_resources("AWS::Lambda::Function").values():
+        assert function["Properties"]["Environment"]["Variables"]["AGENTLEDGER_MAX_REPLANS"] == "5"
+    variables = custom_template.find_resources("AWS::Lambda::Function")["ExecuteFunction"]["Properties"][
+        "Environment"]["Variables"]
+    assert float(variables["AGENTLEDGER_WORKSPACE_RETENTION_HOURS"]) == 6
+
+
+@pytest.mark.parametrize(("key", "value"), [("maxReplans", "-1"), ("maxReplans", "some"),
+                                          ("workspaceRetentionHours", "0"), ("workspaceRetentionHours", "a day")])
+def test_a_bad_bound_is_refused_naming_its_key(tmp_path, key: str, value: str) -> None:
     with pytest.raises(ValueError, match=key):
         build_app(context={key: value}, outdir=tmp_path)
 

@@ -4,7 +4,6 @@ a requester approving its own run), who made each write, and what a person sees 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -177,7 +176,7 @@ def test_the_requester_may_not_approve_its_own_run_and_the_refusal_is_recorded(w
 
 def test_a_one_person_team_can_allow_self_approval(tmp_path: Path) -> None:
     world = build_world(tmp_path)
-    world.service.settings = replace(world.settings, allow_self_approval=True)
+    world.service.settings = world.settings.model_copy(update={"allow_self_approval": True})
     run_id, _ = world.to_review()
     digest = world.ledger.get_run(run_id).plan_digest
     answer = world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest), REQUESTER)

@@ -10,7 +10,7 @@ from agentledger.records import new_decision
 
 from .. import faults, metric_names
 from ..agent import Agent
-from ..config import Settings
+from ..config import WorkflowSettings
 from ..errors import StaleContextError, SupersededExecutionError
 from ..evidence import EVIDENCE_OF
 from ..freshness import Entrance, invalidate, require_fresh_upstream
@@ -34,7 +34,7 @@ from .stages import StageContext, StageWork
 
 
 class Workflow:
-    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
+    def __init__(self, settings: WorkflowSettings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
                  agent: Agent, executions: ExecutionPort | None, metrics: MetricSink,
                  builds: BuildPort | None) -> None:
         self.settings = settings

@@ -12,7 +12,7 @@ from agentledger.source import SourceSnapshot
 
 from .. import metric_names
 from ..agent import Agent, Execution, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
-from ..config import Settings
+from ..config import WorkflowSettings
 from ..errors import StaleContextError
 from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
 from ..fingerprints import digest
@@ -71,7 +71,7 @@ def committed_output(ledger: Ledger, stage: Stage, name: str) -> ArtifactRef:
 
 
 class StageWork:
-    def __init__(self, settings: Settings, ledger: LedgerPort, artifacts: ArtifactPort, agent: Agent,
+    def __init__(self, settings: WorkflowSettings, ledger: LedgerPort, artifacts: ArtifactPort, agent: Agent,
                  builds: BuildPort | None, metrics: MetricSink) -> None:
         self.settings = settings
         self.artifacts = artifacts
