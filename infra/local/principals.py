@@ -8,7 +8,6 @@ itself, separation of duties, holds locally exactly as on AWS."""
 from __future__ import annotations
 
 import configparser
-import hmac
 import os
 import re
 from collections.abc import Mapping
@@ -17,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -25,6 +23,7 @@ from moto.iam.models import iam_backends
 
 from .profiles import LOCAL_REGION as REGION
 from .profiles import PROFILE_PREFIX
+from .sigv4 import AMZ_DATE_FORMAT, CREDENTIAL, expected_signature, parse_amz_date, same_signature
 
 SERVICE = "execute-api"
 # API Gateway refuses a signature dated more than five minutes from its clock.
@@ -32,8 +31,7 @@ CLOCK_SKEW = timedelta(minutes=5)
 DUTIES = ("requester", "reviewer", "operator")
 # SignedHeaders names every header signed, and a header's name may hold any of HTTP's token characters.
 _AUTHORIZATION = re.compile(
-    r"^AWS4-HMAC-SHA256 Credential=(?P<key>[A-Z0-9]{16,128})/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/"
-    r"(?P<service>[a-z0-9-]+)/aws4_request, ?SignedHeaders=(?P<headers>[a-z0-9!#$%&'*+.^_`|~;-]+),"
+    f"^AWS4-HMAC-SHA256 Credential={CREDENTIAL}, ?SignedHeaders=(?P<headers>[a-z0-9!#$%&'*+.^_`|~;-]+),"
     r" ?Signature=(?P<signature>[0-9a-f]{64})$")
 
 
@@ -76,8 +74,14 @@ def create_principals(iam: Any, policy_arns: Mapping[str, str]) -> list[LocalPri
 
 def write_profiles(directory: Path, principals: list[LocalPrincipal]) -> tuple[Path, Path]:
     """A credentials file and a config file holding one named profile per principal, readable by
-    this user only. The requester is also `default`, so a plain `agentledger run` is signed."""
+    this user only. The requester is also `default`, so a plain `agentledger run` is signed.
+
+    The modes are set, not only asked for at creation: a directory or file left by an earlier
+    `serve` (or made by hand) keeps its mode through mkdir and O_CREAT, and a credentials file
+    another user could read would let them sign as the reviewer. A link in its place is refused
+    (O_NOFOLLOW), so the secrets cannot be written wherever it points."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.chmod(0o700)
     credentials, config = configparser.ConfigParser(), configparser.ConfigParser()
     for principal in principals:
         for section in [principal.profile] + (["default"] if principal.duty == "requester" else []):
@@ -86,7 +90,8 @@ def write_profiles(directory: Path, principals: list[LocalPrincipal]) -> tuple[P
             config["default" if section == "default" else f"profile {section}"] = {"region": REGION}
     paths = directory / "credentials", directory / "config"
     for path, parser in zip(paths, (credentials, config), strict=False):
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(descriptor, 0o600)
         with os.fdopen(descriptor, "w") as file:
             parser.write(file)
     return paths
@@ -107,30 +112,23 @@ def verify_signature(method: str, url: str, headers: Mapping[str, str], body: by
         raise SignatureRefused(f"Credential should be scoped to {REGION}/{SERVICE}, not "
                                f"{parsed['region']}/{parsed['service']}")
     amz_date = lowered.get("x-amz-date", "")
-    signed_at = _parse_amz_date(amz_date)
+    signed_at = parse_amz_date(amz_date)
+    if signed_at is None:
+        raise SignatureRefused("Authorization requires a valid X-Amz-Date header (YYYYMMDD'T'HHMMSS'Z')")
     moment = now or datetime.now(UTC)
     if abs(moment - signed_at) > CLOCK_SKEW or not amz_date.startswith(parsed["date"]):
         raise SignatureRefused(f"Signature expired: {amz_date} is now earlier than "
-                               f"{(moment - CLOCK_SKEW).strftime('%Y%m%dT%H%M%SZ')}")
+                               f"{(moment - CLOCK_SKEW).strftime(AMZ_DATE_FORMAT)}")
     signed = parsed["headers"].split(";")
     if "host" not in signed or any(name not in lowered for name in signed):
         raise SignatureRefused("SignedHeaders must include host and name only headers the request carries")
     user, secret = _active_key(parsed["key"])
     request = AWSRequest(method=method, url=url, data=body, headers={name: lowered[name] for name in signed})
-    request.context["timestamp"] = amz_date
-    signer = SigV4Auth(Credentials(parsed["key"], secret), SERVICE, REGION)
-    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
-    if not hmac.compare_digest(expected, parsed["signature"]):
+    expected = expected_signature(request, Credentials(parsed["key"], secret), SERVICE, REGION, amz_date)
+    if not same_signature(expected, parsed["signature"]):
         raise SignatureRefused("The request signature we calculated does not match the signature you provided. "
                                "Check your AWS Secret Access Key and signing method.")
     return user
-
-
-def _parse_amz_date(value: str) -> datetime:
-    try:
-        return datetime.strptime(value, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        raise SignatureRefused("Authorization requires a valid X-Amz-Date header (YYYYMMDD'T'HHMMSS'Z')") from None
 
 
 def _active_key(access_key_id: str) -> tuple[str, str]:

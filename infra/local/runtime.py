@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import Callable, Mapping, MutableMapping
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.credentials import Credentials
 from moto import mock_aws
 from moto.core.config import default_user_config
-from moto.server import ThreadedMotoServer
 
 from agentledger import faults
 from agentledger.adapters.stepfunctions import execution_arn
@@ -29,6 +30,7 @@ from .deploy import DeployedStack, deploy
 from .faults import CrashSwitchboard
 from .github_receiver import LocalGitHub
 from .principals import DUTIES, LocalPrincipal, create_principals
+from .s3_endpoint import LocalS3Endpoint
 from .synth import synthesize
 
 REGION = "us-east-1"
@@ -47,8 +49,12 @@ BEDROCK_ENDPOINTS = r"https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/.*"
 # machine).
 STAGE_CONCURRENCY = 1
 RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1}
-_FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
+# What the functions sign with, as a Lambda function signs with its role's credentials: a key no
+# one else holds, so the loopback S3 endpoint can take the links and grants they sign and nothing
+# else (a fixed key, like moto's own, would let any local process sign its own). One per process:
+# the functions' clients outlive a runtime (wiring caches them per configuration).
+FUNCTION_CREDENTIALS = Credentials(f"ASIA{secrets.token_hex(8).upper()}", secrets.token_urlsafe(30),
+                                   secrets.token_urlsafe(48))
 
 
 @dataclass
@@ -102,10 +108,9 @@ class LocalRuntime:
         self.github = LocalGitHub(LOCAL_GITHUB_TOKEN)
         self.codebuild = LocalCodeBuild(Path(tempfile.gettempdir()) / "agentledger-builds",
                                         build_cache or default_build_cache())
-        # An S3 endpoint on loopback, sharing moto's in-process state: artifact links and the test
+        # An S3 endpoint on loopback in front of moto's in-process S3: artifact links and the test
         # builds' presigned input and output work from curl and from the build sandbox.
-        self._s3_endpoint: ThreadedMotoServer | None = None
-        self.s3_endpoint_url: str | None = None
+        self.s3_endpoint: LocalS3Endpoint | None = None
         self._function_by_handler: dict[str, str] = {}
         self.invocation_slots = lambda_bridge.InvocationSlots(STAGE_CONCURRENCY)
         self._clients: dict[str, Any] = {}
@@ -118,7 +123,6 @@ class LocalRuntime:
         """Patch the process for the local stack and deploy it. Every patch registers its undo, so
         stop() (or a failed start) leaves the process as it found it."""
         with ExitStack() as undo:
-            undo.callback(_set_missing(os.environ, _FAKE_CREDENTIALS))
             undo.callback(environ.install())
             # A run handed to a person ends in a Fail state, which moto's interpreter logs as an
             # exception dump; the ledger's handoff record is the account of it.
@@ -135,12 +139,11 @@ class LocalRuntime:
             self._mock = mock_aws(config=moto_config(self._extra_environment.get(BEDROCK_PROFILE_VARIABLE)))
             self._mock.start()
             undo.callback(self._mock.stop)
+            # After the mock's start, which sets fake keys of its own, and before any client exists.
+            undo.callback(_use_credentials(FUNCTION_CREDENTIALS))
             undo.callback(self.codebuild.install(self._is_test_build_project))
-            self._s3_endpoint = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-            self._s3_endpoint.start()
-            undo.callback(self._s3_endpoint.stop)
-            host, port = self._s3_endpoint.get_host_and_port()
-            self.s3_endpoint_url = f"http://{host}:{port}"
+            self.s3_endpoint = LocalS3Endpoint(self.client("s3"), FUNCTION_CREDENTIALS, REGION).start()
+            undo.callback(self.s3_endpoint.stop)
             self.stack = deploy(assembly, REGION)
             self.github.start()
             undo.callback(self.github.stop)
@@ -163,8 +166,8 @@ class LocalRuntime:
         """Local-only settings (where workspaces go, a plugged-in agent) under what the stack set,
         and the one thing the stack cannot know: where the local receivers listen."""
         variables = {**self._extra_environment, **stack_variables}
-        if self.s3_endpoint_url and "ARTIFACT_BUCKET_NAME" in variables:
-            variables["ARTIFACT_LINK_ENDPOINT"] = self.s3_endpoint_url
+        if self.s3_endpoint and "ARTIFACT_BUCKET_NAME" in variables:
+            variables["ARTIFACT_LINK_ENDPOINT"] = self.s3_endpoint.url
         if "GITHUB_API_URL" in variables:
             variables["GITHUB_API_URL"] = self.github.url
             variables["GITHUB_REPOSITORY"] = variables.get("GITHUB_REPOSITORY") or LOCAL_GITHUB_REPOSITORY
@@ -219,7 +222,8 @@ class LocalRuntime:
     def _wait_for_executions_to_settle(self) -> None:
         """Stop executions still waiting (for a review), so moto's worker threads end with the mock."""
         sfn = self.client("stepfunctions")
-        for execution in sfn.list_executions(stateMachineArn=self.state_machine_arn, statusFilter="RUNNING")["executions"]:
+        running = sfn.list_executions(stateMachineArn=self.state_machine_arn, statusFilter="RUNNING")["executions"]
+        for execution in running:
             sfn.stop_execution(executionArn=execution["executionArn"], cause="local runtime stopping")
 
     # -- access ----------------------------------------------------------------------------
@@ -298,17 +302,36 @@ class LocalRuntime:
         return events
 
 
-def _set_missing(env: MutableMapping[str, str], values: Mapping[str, str]) -> Callable[[], None]:
-    """Set the variables env lacks; the returned undo removes exactly those again."""
-    added = [name for name in values if name not in env]
-    for name in added:
-        env[name] = values[name]
+def _use_credentials(credentials: Credentials) -> Callable[[], None]:
+    """Make `credentials` what every client of this process signs with: the functions' (an
+    invocation's environment takes its AWS_* from the process's) and the runtime's own. boto3's
+    default session, which keeps the credentials it found first, starts afresh. The returned undo
+    puts back the variables and the session."""
+    variables = {"AWS_ACCESS_KEY_ID": credentials.access_key, "AWS_SECRET_ACCESS_KEY": credentials.secret_key,
+                 "AWS_DEFAULT_REGION": REGION}
+    undo = _set(os.environ, {**variables, "AWS_SESSION_TOKEN": credentials.token} if credentials.token else variables)
+    session, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, None
 
-    def remove_added() -> None:
-        for name in added:
-            env.pop(name, None)
+    def restore() -> None:
+        boto3.DEFAULT_SESSION = session
+        undo()
 
-    return remove_added
+    return restore
+
+
+def _set(env: MutableMapping[str, str], values: Mapping[str, str]) -> Callable[[], None]:
+    """Set the variables; the returned undo gives each its earlier value, or removes it again."""
+    earlier = {name: env.get(name) for name in values}
+    env.update(values)
+
+    def restore() -> None:
+        for name, value in earlier.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+
+    return restore
 
 
 def _quieten(logger: logging.Logger) -> Callable[[], None]:

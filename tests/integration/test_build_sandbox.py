@@ -14,8 +14,8 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.credentials import Credentials
 from moto import mock_aws
-from moto.server import ThreadedMotoServer
 
 from agentledger.adapters.codebuild import CodeBuildBuilds
 from agentledger.adapters.s3_artifacts import ArtifactStore
@@ -26,12 +26,15 @@ from agentledger.testrun.junit import summarize_junit
 from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES
 from agentledger.workflow.verification import OutputContents, package_inputs, read_output_archive
 from infra.local.codebuild import LocalCodeBuild, SandboxLimits
+from infra.local.s3_endpoint import LocalS3Endpoint
 
 pytestmark = pytest.mark.integration
 
 REGION = "us-east-1"
 # moto's backends are process-wide and the local runtime shares them: names unique per test
 BUCKET = f"agentledger-artifacts-sandbox-{uuid.uuid4().hex[:12]}"
+# The key the links are signed with, as the functions' key locally: the only one the endpoint takes.
+LINK_CREDENTIALS = Credentials("AKIASANDBOXLINKS0000", uuid.uuid4().hex)
 
 
 @dataclass
@@ -42,12 +45,15 @@ class Finished:
 
 
 class Sandbox:
-    def __init__(self, endpoint: str, local: LocalCodeBuild, project: str) -> None:
+    def __init__(self, endpoint: LocalS3Endpoint, local: LocalCodeBuild, project: str) -> None:
         self.local = local
         self.work_root = local.work_root
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET)
-        links = boto3.client("s3", region_name=REGION, endpoint_url=endpoint, config=Config(signature_version="s3v4"))
+        links = boto3.client("s3", region_name=REGION, endpoint_url=endpoint.url,
+                             aws_access_key_id=endpoint.credentials.access_key,
+                             aws_secret_access_key=endpoint.credentials.secret_key,
+                             config=Config(signature_version="s3v4"))
         self.artifacts = ArtifactStore(BUCKET, s3, links)
         codebuild = boto3.client("codebuild", region_name=REGION)
         codebuild.create_project(name=project, source={"type": "NO_SOURCE", "buildspec": json.dumps(BUILDSPEC)},
@@ -84,18 +90,16 @@ class Sandbox:
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     with mock_aws():
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
+        endpoint = LocalS3Endpoint(boto3.client("s3", region_name=REGION), LINK_CREDENTIALS, REGION).start()
         local = LocalCodeBuild(tmp_path / "builds", tmp_path / "cache", SandboxLimits(cpu_seconds=120))
         project = f"agentledger-test-builds-{uuid.uuid4().hex[:12]}"
         undo = local.install(lambda name: name == project)
-        box = Sandbox(f"http://{host}:{port}", local, project)
+        box = Sandbox(endpoint, local, project)
         try:
             yield box
         finally:
             undo()
-            server.stop()
+            endpoint.stop()
 
 
 def _repository(root: Path, test: str, *, timeout: int = 60, extra: str = "") -> Path:

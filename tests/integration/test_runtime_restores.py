@@ -19,6 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 def process_state() -> dict[str, Any]:
     """What LocalRuntime.start() changes, as objects compared by identity or by value."""
+    import boto3
     import moto.dynamodb.models as dynamodb_models
     from moto.awslambda.models import LambdaFunction
     from moto.core.common_models import BaseModel
@@ -35,6 +36,7 @@ def process_state() -> dict[str, Any]:
     from infra.local.dynamodb_lock import _GUARDED
 
     return {
+        "boto3.DEFAULT_SESSION": boto3.DEFAULT_SESSION,
         "os.environ type": type(os.environ),
         "os.environ": dict(os.environ),
         "sys.stdout": sys.stdout,

@@ -1,0 +1,339 @@
+"""The local stack's S3 endpoint on loopback: what artifact links and the test builds' presigned
+input and output reach, in front of moto's in-process S3.
+
+It answers S3 requests that the runtime's own functions signed, and nothing else. moto's server
+would answer every service with any signature, so any process on this machine (the code under
+test included) could read the ledger, the token secret and the review tokens, or write any key.
+Here:
+- a GET is served only if it is presigned as S3 checks it: the query's SigV4 signature recomputed
+  with the secret of the one key the functions sign with, over the signed host, unexpired;
+- a browser-form POST is stored only if its policy is signed with that key, unexpired, and every
+  condition holds (bucket, key, content-length-range), with no field the policy does not cover;
+- everything else (an unsigned or header-signed request, any other service's call) is refused
+  with S3's XML error, as S3 refuses a request to a private bucket.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from xml.sax.saxutils import escape
+
+from botocore.auth import S3SigV4QueryAuth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
+from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.wrappers import Request, Response
+
+from agentledger.limits import MAX_UPLOAD_BYTES
+
+from .profiles import LOCAL_REGION
+from .sigv4 import ALGORITHM, expected_signature, expected_signature_of, parse_amz_date, parse_scope, same_signature
+
+SERVICE = "s3"
+MAX_EXPIRES_S = 7 * 24 * 3600  # S3's limit for a presigned URL
+# S3 takes a request dated up to 15 minutes ahead of its clock.
+CLOCK_SKEW = timedelta(minutes=15)
+# The largest upload the runtime grants (a repository tarball) and room for the form's fields: a
+# longer body is refused before it is read.
+MAX_POST_BYTES = MAX_UPLOAD_BYTES + (1 << 20)
+STREAM_CHUNK_BYTES = 1 << 16
+# Form fields that a POST policy need not name (S3's rule): the signature is over the policy, the
+# policy cannot name itself, and `x-ignore-` fields are for the browser's use.
+UNCOVERED_FIELDS = frozenset({"policy", "x-amz-signature", "file"})
+AUTH_FIELDS = frozenset({"x-amz-algorithm", "x-amz-credential", "x-amz-date", "x-amz-security-token"})
+# What a stored object takes from the form. A field the runtime's grants never carry (acl, metadata,
+# redirects) is refused rather than stored without its meaning.
+STORED_FIELDS = frozenset({"key", "content-type"})
+QUERY_AUTH = ("X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders",
+              "X-Amz-Signature")
+
+
+# S3's status for each error code this endpoint answers with.
+STATUS = {
+    "AccessDenied": HTTPStatus.FORBIDDEN, "SignatureDoesNotMatch": HTTPStatus.FORBIDDEN,
+    "InvalidAccessKeyId": HTTPStatus.FORBIDDEN, "InvalidToken": HTTPStatus.BAD_REQUEST,
+    "AuthorizationQueryParametersError": HTTPStatus.BAD_REQUEST, "InvalidArgument": HTTPStatus.BAD_REQUEST,
+    "InvalidPolicyDocument": HTTPStatus.BAD_REQUEST, "MalformedPOSTRequest": HTTPStatus.BAD_REQUEST,
+    "EntityTooLarge": HTTPStatus.BAD_REQUEST, "EntityTooSmall": HTTPStatus.BAD_REQUEST,
+    "MissingContentLength": HTTPStatus.LENGTH_REQUIRED, "PreconditionFailed": HTTPStatus.PRECONDITION_FAILED,
+    "NoSuchKey": HTTPStatus.NOT_FOUND, "NoSuchBucket": HTTPStatus.NOT_FOUND,
+    "NotImplemented": HTTPStatus.NOT_IMPLEMENTED,
+}
+TOO_LARGE = "Your proposed upload exceeds the maximum allowed size"
+QUERY_ERROR = "AuthorizationQueryParametersError"
+MISMATCH = ("The request signature we calculated does not match the signature you provided. "
+            "Check your key and signing method.")
+NO_SUCH_BUCKET = "The specified bucket does not exist."
+
+
+class S3Error(Exception):
+    """A refusal in S3's words: its error code and message, sent with the status S3 gives the code."""
+
+    def __init__(self, code: str, message: str = "Access Denied") -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+    def response(self) -> Response:
+        body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{self.code}</Code>'
+                f"<Message>{escape(self.message)}</Message></Error>")
+        return Response(body, status=STATUS[self.code], content_type="application/xml")
+
+
+@dataclass(frozen=True)
+class _Form:
+    """A browser-form POST as S3 reads it: the fields before the file (names folded to lower case,
+    as S3 matches them), and the file's bytes; whatever follows the file is ignored."""
+
+    fields: dict[str, str]
+    file: bytes
+
+
+class LocalS3Endpoint:
+    def __init__(self, s3: Any, credentials: Credentials, region: str = LOCAL_REGION, port: int = 0) -> None:
+        """`s3`: a client of the in-process mock; `credentials`: the one key whose signatures are
+        taken (the functions' own, which sign every link and grant)."""
+        self._s3 = s3
+        self.credentials = credentials
+        self.region = region
+        self._server: BaseWSGIServer = make_server("127.0.0.1", port, self._application, threaded=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-s3", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._server.host}:{self._server.port}"
+
+    def start(self) -> LocalS3Endpoint:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- one request -------------------------------------------------------------------------
+    def _application(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        try:
+            response = self._answer(request)
+        except S3Error as refused:
+            response = refused.response()
+        return response(environ, start_response)
+
+    def _answer(self, request: Request) -> Response:
+        # The path as sent (werkzeug's is decoded): a signature covers the encoded form.
+        raw_path = urlsplit(request.environ.get("RAW_URI") or request.path).path
+        bucket, _, key = unquote(raw_path).removeprefix("/").partition("/")
+        query = parse_qsl(request.environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        if request.method == "GET" and key and any(name.startswith("X-Amz-") for name, _ in query):
+            self._check_presigned(request, raw_path, query)
+            return self._get_object(bucket, key)
+        if request.method == "POST" and bucket and not key and not query:
+            return self._post_object(request, bucket)
+        # Unsigned, signed in a header (no one but the functions holds the key, and they reach moto
+        # in-process), or not S3 at all: S3's answer to such a request for a private bucket.
+        raise S3Error("AccessDenied")
+
+    # -- presigned GET -------------------------------------------------------------------------
+    def _check_presigned(self, request: Request, raw_path: str, query: list[tuple[str, str]]) -> None:
+        params = dict(query)
+        if any(name not in params for name in QUERY_AUTH) or len(params) != len(query):
+            raise S3Error(QUERY_ERROR, "Query-string authentication version 4 requires the X-Amz-Algorithm, "
+                          "X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires "
+                          "parameters, once each.")
+        if params["X-Amz-Algorithm"] != ALGORITHM:
+            raise S3Error(QUERY_ERROR, f"X-Amz-Algorithm only supports \"{ALGORITHM}\"")
+        amz_date = params["X-Amz-Date"]
+        self._check_credential(params["X-Amz-Credential"], amz_date, params.get("X-Amz-Security-Token"),
+                               QUERY_ERROR)
+        expires = params["X-Amz-Expires"]
+        if not expires.isdigit() or not 0 < int(expires) <= MAX_EXPIRES_S:
+            raise S3Error(QUERY_ERROR, f"X-Amz-Expires must be a whole number of seconds from 1 to {MAX_EXPIRES_S}")
+        signed_at = parse_amz_date(amz_date)
+        assert signed_at is not None  # _check_credential parsed it
+        now = datetime.now(UTC)
+        if now > signed_at + timedelta(seconds=int(expires)):
+            raise S3Error("AccessDenied", "Request has expired")
+        if signed_at > now + CLOCK_SKEW:
+            raise S3Error("AccessDenied", "Request is not valid yet")
+        signed = params["X-Amz-SignedHeaders"].split(";")
+        if "host" not in signed or any(name not in request.headers for name in signed):
+            raise S3Error("AccessDenied", "There were headers present in the request which were not signed, or "
+                          "SignedHeaders names a header the request does not carry (host must be signed)")
+        # As botocore built the URL: the path encoded once (S3 does not normalize it), the query's
+        # parameters but the signature, each encoded and sorted; the signed headers as received,
+        # the Host among them, so a link works only on the host it was signed for.
+        canonical = AWSRequest(method=request.method,
+                               url=f"http://{request.headers['Host']}{quote(unquote(raw_path), safe='/~')}",
+                               headers={name: request.headers[name] for name in signed})
+        canonical.params = {name: value for name, value in params.items() if name != "X-Amz-Signature"}
+        expected = expected_signature(canonical, self.credentials, SERVICE, self.region, amz_date,
+                                      signer=S3SigV4QueryAuth)
+        if not same_signature(expected, params["X-Amz-Signature"]):
+            raise S3Error("SignatureDoesNotMatch", MISMATCH)
+        unknown = sorted(name for name in params if not name.startswith("X-Amz-"))
+        if unknown:
+            raise S3Error("NotImplemented",
+                          f"this local endpoint serves a plain GetObject; it does not take {unknown}")
+
+    def _check_credential(self, credential: str, amz_date: str, token: str | None,
+                          malformed: str) -> None:
+        """The key, scope, date and session token of a signature: the functions' key only.
+        `malformed`: the code S3 gives a credential it cannot parse, which differs by request kind."""
+        scope = parse_scope(credential)
+        if scope is None:
+            raise S3Error(malformed, "Error parsing the X-Amz-Credential parameter; it must be "
+                          "<key>/<date>/<region>/s3/aws4_request")
+        if (scope.region, scope.service) != (self.region, SERVICE):
+            raise S3Error(malformed, f"Error parsing the X-Amz-Credential parameter; the scope {scope.region}/"
+                          f"{scope.service} is wrong; expecting {self.region}/{SERVICE}")
+        if parse_amz_date(amz_date) is None:
+            raise S3Error(malformed, "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"")
+        if not amz_date.startswith(scope.date):
+            raise S3Error(malformed, "Invalid credential date. Date is not the same as X-Amz-Date.")
+        if not same_signature(self.credentials.access_key, scope.access_key_id):
+            raise S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
+        if self.credentials.token is not None and not same_signature(self.credentials.token, token or ""):
+            raise S3Error("InvalidToken", "The provided token is malformed or otherwise invalid.")
+
+    def _get_object(self, bucket: str, key: str) -> Response:
+        try:
+            found = self._s3.get_object(Bucket=bucket, Key=key)
+        except self._s3.exceptions.NoSuchKey:
+            raise S3Error("NoSuchKey", "The specified key does not exist.") from None
+        except self._s3.exceptions.NoSuchBucket:
+            raise S3Error("NoSuchBucket", NO_SUCH_BUCKET) from None
+        body: Iterator[bytes] = found["Body"].iter_chunks(STREAM_CHUNK_BYTES)
+        return Response(body, status=HTTPStatus.OK, direct_passthrough=True, headers={
+            "Content-Type": found.get("ContentType") or "binary/octet-stream",
+            "Content-Length": str(found["ContentLength"]), "ETag": found["ETag"],
+            "Last-Modified": found["LastModified"].strftime("%a, %d %b %Y %H:%M:%S GMT")})
+
+    # -- POST policy ---------------------------------------------------------------------------
+    def _post_object(self, request: Request, bucket: str) -> Response:
+        form = _read_form(request)
+        fields = form.fields
+        if "key" not in fields:
+            raise S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'.")
+        if "policy" not in fields:
+            raise S3Error("AccessDenied")  # an anonymous upload, which a private bucket refuses
+        if fields.get("x-amz-algorithm") != ALGORITHM or "x-amz-signature" not in fields:
+            raise S3Error("InvalidArgument",
+                          f"Bucket POST must be signed with x-amz-algorithm {ALGORITHM} and carry x-amz-credential, "
+                          "x-amz-date and x-amz-signature")
+        amz_date = fields.get("x-amz-date", "")
+        self._check_credential(fields.get("x-amz-credential", ""), amz_date, fields.get("x-amz-security-token"),
+                               "InvalidArgument")
+        expected = expected_signature_of(fields["policy"], self.credentials, SERVICE, self.region, amz_date)
+        if not same_signature(expected, fields["x-amz-signature"]):
+            raise S3Error("SignatureDoesNotMatch", MISMATCH)
+        _check_policy(_decode_policy(fields["policy"]), {**fields, "bucket": bucket}, len(form.file))
+        unsupported = sorted(name for name in set(fields) - UNCOVERED_FIELDS - AUTH_FIELDS - STORED_FIELDS
+                             if not name.startswith("x-ignore-"))
+        if unsupported:
+            raise S3Error("NotImplemented",
+                          f"this local endpoint stores key and Content-Type only; it does not take {unsupported}")
+        extra = {"ContentType": fields["content-type"]} if "content-type" in fields else {}
+        try:
+            stored = self._s3.put_object(Bucket=bucket, Key=fields["key"], Body=form.file, **extra)
+        except self._s3.exceptions.NoSuchBucket:
+            raise S3Error("NoSuchBucket", NO_SUCH_BUCKET) from None
+        return Response(status=HTTPStatus.NO_CONTENT, headers={
+            "ETag": stored["ETag"], "Location": f"{self.url}/{bucket}/{quote(fields['key'], safe='/~')}"})
+
+
+def _read_form(request: Request) -> _Form:
+    boundary = request.mimetype_params.get("boundary") if request.mimetype == "multipart/form-data" else None
+    if not boundary:
+        raise S3Error("PreconditionFailed", "Bucket POST must be of the enclosure-type multipart/form-data")
+    length = request.content_length
+    if length is None:
+        raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
+    if length > MAX_POST_BYTES:
+        raise S3Error("EntityTooLarge", TOO_LARGE)
+    decoder = MultipartDecoder(boundary.encode(), max_form_memory_size=MAX_POST_BYTES)
+    decoder.receive_data(request.get_data(cache=False))
+    decoder.receive_data(None)
+    fields: dict[str, str] = {}
+    name: str | None = None
+    chunks: list[bytes] = []
+    while True:
+        try:
+            event = decoder.next_event()
+        except ValueError:
+            raise S3Error("MalformedPOSTRequest",
+                          "The body of your POST request is not well-formed multipart/form-data.") from None
+        if isinstance(event, (Field, File)):
+            name, chunks = event.name.lower(), []
+            if name in fields or (isinstance(event, File) and name != "file"):
+                raise S3Error("InvalidArgument",
+                              f"POST takes each field once and one file, in the field named file (not {name!r})")
+        elif isinstance(event, Data):
+            chunks.append(event.data)
+            if not event.more_data and name is not None:
+                if name == "file":
+                    return _Form(fields, b"".join(chunks))  # S3 ignores whatever follows the file
+                fields[name] = b"".join(chunks).decode("utf-8", errors="replace")
+        elif isinstance(event, (Epilogue, NeedData)):
+            raise S3Error("InvalidArgument", "POST requires exactly one file upload per request.")
+
+
+def _decode_policy(encoded: str) -> dict[str, Any]:
+    try:
+        policy = json.loads(base64.b64decode(encoded, validate=True))
+    except (binascii.Error, ValueError):
+        raise S3Error("InvalidPolicyDocument", "Invalid Policy: Invalid JSON.") from None
+    if not isinstance(policy, dict) or not isinstance(policy.get("expiration"), str):
+        raise S3Error("InvalidPolicyDocument", "Invalid Policy: Policy missing expiration.")
+    if not isinstance(policy.get("conditions"), list):
+        raise S3Error("InvalidPolicyDocument", "Invalid Policy: Policy missing conditions.")
+    return policy
+
+
+def _check_policy(policy: dict[str, Any], fields: dict[str, str], size: int) -> None:
+    """S3's checks of a signed policy: unexpired, each condition met, each field covered."""
+    try:
+        expired = datetime.fromisoformat(policy["expiration"].replace("Z", "+00:00")) < datetime.now(UTC)
+    except (ValueError, TypeError):  # not a time, or one without its zone
+        raise S3Error("InvalidPolicyDocument", "Invalid Policy: Invalid 'expiration' value.") from None
+    if expired:
+        raise S3Error("AccessDenied", "Invalid according to Policy: Policy expired.")
+    covered: set[str] = set()
+    for condition in policy["conditions"]:
+        covered.update(_check_condition(condition, fields, size))
+    extra = sorted(name for name in fields
+                   if name not in covered and name not in UNCOVERED_FIELDS and name != "bucket"
+                   and not name.startswith("x-ignore-"))
+    if extra:
+        raise S3Error("AccessDenied", f"Invalid according to Policy: Extra input fields: {', '.join(extra)}")
+
+
+def _check_condition(condition: Any, fields: dict[str, str], size: int) -> set[str]:
+    """Check one condition; the fields it covers."""
+    if isinstance(condition, dict) and len(condition) == 1:
+        [(name, wanted)] = condition.items()
+        condition = ["eq", f"${name}", wanted]
+    if (isinstance(condition, list) and len(condition) == 3 and condition[0] == "content-length-range"
+            and all(isinstance(bound, int) for bound in condition[1:])):
+        if size > condition[2]:
+            raise S3Error("EntityTooLarge", TOO_LARGE)
+        if size < condition[1]:
+            raise S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed size")
+        return set()
+    if not (isinstance(condition, list) and len(condition) == 3 and condition[0] in ("eq", "starts-with")
+            and all(isinstance(part, str) for part in condition[1:]) and condition[1].startswith("$")):
+        raise S3Error("InvalidPolicyDocument", f"Invalid Policy: Invalid Condition: {json.dumps(condition)[:200]}")
+    operator, name, wanted = condition[0], condition[1][1:].lower(), condition[2]
+    value = fields.get(name)
+    met = value is not None and (value == wanted if operator == "eq" else value.startswith(wanted))
+    if not met:
+        raise S3Error("AccessDenied", f"Invalid according to Policy: Policy Condition failed: {json.dumps(condition)}")
+    return {name}
