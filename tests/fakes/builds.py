@@ -25,14 +25,19 @@ def results_archive(outcome: Outcome, tests: int = 2) -> bytes:
         + ("<failure message='boom'/>" if i < failed else "") + "</testcase>"
         for i in range(executed))
     junit = f'<testsuites><testsuite name="pytest" tests="{executed}">{cases}</testsuite></testsuites>'
-    suite = {"command": "python -m pytest", "exit_code": {"fail": 1, "nothing_collected": 5, "timeout": None}.get(outcome, 0),
-             "duration_s": 0.5, "timed_out": outcome == "timeout"}
+    exit_code = {"fail": 1, "nothing_collected": 5, "timeout": None}.get(outcome, 0)
+    suite = {"command": "python -m pytest", "exit_code": exit_code, "duration_s": 0.5,
+             "timed_out": outcome == "timeout"}
     install_timed_out = outcome == "install_timeout"
     result = {"install": {"commands": 1, "exit_code": None if install_timed_out else 0, "duration_s": 0.1,
-                          "timed_out": install_timed_out, "cache_hit": False if install_timed_out else True},
+                          "timed_out": install_timed_out, "cache_hit": not install_timed_out},
               "test": None if install_timed_out else suite, "junit_files": ["pytest.xml"]}
-    files = {layout.RESULT_FILE: json.dumps(result).encode(), layout.OUTPUT_FILE: f"{outcome}\n".encode(),
-             f"{layout.JUNIT_DIR}/pytest.xml": junit.encode()}
+    return archive_of({layout.RESULT_FILE: json.dumps(result).encode(), layout.OUTPUT_FILE: f"{outcome}\n".encode(),
+                       f"{layout.JUNIT_DIR}/pytest.xml": junit.encode()})
+
+
+def archive_of(files: dict[str, bytes]) -> bytes:
+    """A results archive holding these files, as the driver's upload packs them."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in files.items():
@@ -47,6 +52,9 @@ class InstantBuilds:
     artifacts: InMemoryArtifacts
     outcome: Outcome = "pass"
     polls_before_done: int = 0  # how often status() says IN_PROGRESS before the build has ended
+    # A hostile build: what it uploads instead of the outcome's results, and how it ends instead.
+    uploads: bytes | None = None
+    ends: BuildStatus | None = None
     started: list[BuildRequest] = field(default_factory=list)
     searches: int = 0  # find() calls
     _polls_left: dict[str, int] = field(default_factory=dict)
@@ -57,8 +65,9 @@ class InstantBuilds:
         build_id = f"memory-build:{len(self.started)}"
         self._polls_left[build_id] = self.polls_before_done
         self._test_runs[request.test_run] = build_id
-        if self.outcome != "no_upload":
-            self.artifacts.objects[request.output_grant["fields"]["key"]] = results_archive(self.outcome)
+        if self.uploads is not None or self.outcome != "no_upload":
+            uploaded = self.uploads if self.uploads is not None else results_archive(self.outcome)
+            self.artifacts.objects[request.output_grant["fields"]["key"]] = uploaded
         return build_id
 
     def status(self, build_id: str) -> BuildStatus | None:
@@ -67,6 +76,8 @@ class InstantBuilds:
         if self._polls_left[build_id] > 0:
             self._polls_left[build_id] -= 1
             return BuildStatus.IN_PROGRESS
+        if self.ends is not None:
+            return self.ends
         return BuildStatus.FAILED if self.outcome == "no_upload" else BuildStatus.SUCCEEDED
 
     def find(self, test_run: str) -> str | None:

@@ -2,11 +2,14 @@
 
 The files come out of the sandbox, so they are untrusted: defusedxml refuses entity tricks,
 oversized files are not parsed, and a file that cannot be read is named rather than guessed at.
+What is kept of them is bounded whatever they hold, since it is stored in a ledger item (at most
+400 KB in DynamoDB): each name to MAX_NAME_CHARS, the failing cases named to MAX_FAILING_NAMES
+(the rest counted), the packages to MAX_PACKAGES.
 """
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
@@ -15,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 MAX_DOCUMENT_BYTES = 16 << 20
 MAX_FAILING_NAMES = 100
+MAX_NAME_CHARS = 500  # a case's, a package's or a document's name as kept; a longer one is cut
 MAX_PACKAGES = 50  # top-level packages counted apart; the rest are counted together under "…"
 JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
 # The first child tag a case carries decides its outcome; a case with none passed.
@@ -31,6 +35,7 @@ class TestCounts(BaseModel):
     errors: int
     skipped: int
     failing: list[str]  # failed and errored cases, "classname.name", at most MAX_FAILING_NAMES
+    failing_omitted: int = 0  # failed and errored cases past MAX_FAILING_NAMES: counted, not named
     # Outcome counts per top-level package of the case's classname ("agentledger_tests": the tests
     # agentledger wrote), so what the run added can be told from the suite it joined.
     by_package: dict[str, dict[str, int]] = {}
@@ -38,7 +43,8 @@ class TestCounts(BaseModel):
     unreadable: list[str]  # documents that were not well-formed JUnit XML, or too large to read
 
 
-def summarize_junit(documents: Mapping[str, bytes]) -> TestCounts:
+def summarize_junit(documents: Mapping[str, bytes], unread: Sequence[str] = ()) -> TestCounts:
+    """`unread`: documents the caller did not read (past its limits), named among the unreadable."""
     outcomes: Counter[str] = Counter()
     by_package: dict[str, Counter[str]] = {}
     failing: list[str] = []
@@ -47,22 +53,28 @@ def summarize_junit(documents: Mapping[str, bytes]) -> TestCounts:
     for name, data in documents.items():
         root = _parse(data)
         if root is None:
-            unreadable.append(name)
+            unreadable.append(_bounded(name))
             continue
-        files.append(name)
+        files.append(_bounded(name))
         for case in root.iter("testcase"):
             outcome = _outcome(case)
             outcomes[outcome] += 1
-            package = (case.get("classname") or "").partition(".")[0] or "(none)"
+            package = _bounded((case.get("classname") or "").partition(".")[0] or "(none)")
             if package not in by_package and len(by_package) >= MAX_PACKAGES:
                 package = "…"
             by_package.setdefault(package, Counter())[outcome] += 1
             if outcome in ("failed", "errors") and len(failing) < MAX_FAILING_NAMES:
-                failing.append(_case_name(case))
+                failing.append(_bounded(_case_name(case)))
+    unreadable.extend(_bounded(name) for name in unread)
     return TestCounts(tests=outcomes.total(), passed=outcomes["passed"], failed=outcomes["failed"],
-                      errors=outcomes["errors"], skipped=outcomes["skipped"],
-                      failing=failing, files=files, unreadable=unreadable,
+                      errors=outcomes["errors"], skipped=outcomes["skipped"], failing=failing,
+                      failing_omitted=outcomes["failed"] + outcomes["errors"] - len(failing),
+                      files=files, unreadable=unreadable,
                       by_package={name: dict(counts) for name, counts in sorted(by_package.items())})
+
+
+def _bounded(name: str) -> str:
+    return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS - 1] + "…"
 
 
 def _parse(data: bytes) -> Element | None:

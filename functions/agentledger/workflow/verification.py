@@ -3,12 +3,15 @@ and read what it uploaded into results a person can act on.
 
 The build runs untrusted code, so what comes back (result.json, JUnit XML, the output tail) is
 validated and bounded here; nothing it says is trusted beyond "these are the results it reports".
+And those are believed only from a build that succeeded: the code under test can write its own
+result.json and JUnit XML, and then make the build fail (kill the driver, say) before the real
+ones are written; the status comes from the build service, which the build cannot forge.
 """
 from __future__ import annotations
 
 import io
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -32,7 +35,8 @@ INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
 POLL_MIN_SECONDS = 2
 POLL_MAX_SECONDS = 30
 RESULT_LIMIT_BYTES = 1 << 20
-JUNIT_FILE_LIMIT_BYTES = 16 << 20
+# What is read of the JUnit XML a build uploaded, all files together: held in memory at once.
+JUNIT_TOTAL_LIMIT_BYTES = 16 << 20
 JUNIT_FILE_COUNT_LIMIT = 200
 Outcome = Literal["passed", "failed", "timed_out", "install_failed", "no_tests", "build_failed"]
 
@@ -209,6 +213,7 @@ class OutputContents:
     result: DriverResult | None
     output: str
     junit: dict[str, bytes]
+    junit_unread: list[str] = field(default_factory=list)  # JUnit files past JUNIT_TOTAL_LIMIT_BYTES
     problem: str | None = None  # why result.json could not be used
 
 
@@ -252,10 +257,12 @@ def package_inputs(root: Path, source_files: dict[str, str], test_files: dict[st
 
 def read_output_archive(archive: bytes) -> OutputContents:
     """The results a build uploaded, read in memory with every size bounded; anything else in the
-    archive is ignored."""
+    archive is ignored. JUnit files past the total are named, not read."""
     result_bytes: bytes | None = None
     output = ""
     junit: dict[str, bytes] = {}
+    unread: list[str] = []
+    junit_bytes = 0
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
             for member in tar:
@@ -267,17 +274,23 @@ def read_output_archive(archive: bytes) -> OutputContents:
                 elif str(name) == layout.OUTPUT_FILE and member.size <= 2 * layout.OUTPUT_LIMIT_BYTES:
                     output = _read_member(tar, member).decode("utf-8", errors="replace")
                 elif (len(name.parts) == 2 and name.parts[0] == layout.JUNIT_DIR and name.suffix == ".xml"
-                      and member.size <= JUNIT_FILE_LIMIT_BYTES and len(junit) < JUNIT_FILE_COUNT_LIMIT):
-                    junit[name.name] = _read_member(tar, member)
+                      and len(junit) + len(unread) < JUNIT_FILE_COUNT_LIMIT):
+                    if junit_bytes + member.size <= JUNIT_TOTAL_LIMIT_BYTES:
+                        junit[name.name] = _read_member(tar, member)
+                        junit_bytes += member.size
+                    else:
+                        unread.append(name.name)
     except (tarfile.TarError, EOFError, OSError) as error:
-        return OutputContents(None, output, junit, problem=f"the uploaded results are not a readable archive: {error}")
+        return OutputContents(None, output, junit, unread,
+                              problem=f"the uploaded results are not a readable archive: {error}")
     if result_bytes is None:
-        return OutputContents(None, output, junit, problem=f"the build uploaded no {layout.RESULT_FILE}")
+        return OutputContents(None, output, junit, unread, problem=f"the build uploaded no {layout.RESULT_FILE}")
     try:
         result = DriverResult.model_validate_json(result_bytes)
     except ValidationError as error:
-        return OutputContents(None, output, junit, problem=f"{layout.RESULT_FILE} is not valid: {error.errors()[:3]}")
-    return OutputContents(result, output, junit)
+        return OutputContents(None, output, junit, unread,
+                              problem=f"{layout.RESULT_FILE} is not valid: {error.errors()[:3]}")
+    return OutputContents(result, output, junit, unread)
 
 
 def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
@@ -287,21 +300,29 @@ def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
 
 def judge(test_run: TestRun, config: TestRunConfig,
           contents: OutputContents | None) -> tuple[TestReport, TestCounts | None]:
-    """What the build shows. Passing needs the suite to exit 0 AND, when it wrote JUnit XML, at
-    least one test to have executed: an empty suite proves nothing, and is not reported as a
-    failure of the code either."""
-    counts = summarize_junit(contents.junit) if contents and contents.junit else None
-    result = contents.result if contents else None
+    """What the build shows. Passing needs the build to have succeeded, the suite to exit 0 AND,
+    when it wrote JUnit XML, at least one test to have executed: an empty suite proves nothing, and
+    is not reported as a failure of the code either. What a build that did not succeed uploaded
+    is not read as results at all (the module docstring says why)."""
+    succeeded = test_run.status == BuildStatus.SUCCEEDED
+    result = contents.result if contents and succeeded else None
+    counts = (summarize_junit(contents.junit, contents.junit_unread)
+              if contents and result and (contents.junit or contents.junit_unread) else None)
     base: dict[str, Any] = {
         "command": config.test, "exit_code": None, "duration_s": None, "timed_out": False,
         "install_exit_code": None, "dependency_cache_hit": None, "counts": counts,
         "build_id": test_run.build_id, "build_status": test_run.status, "input_digest": test_run.digest,
     }
     if result is None:
-        why = contents.problem if contents else "the build uploaded no results"
+        if contents is None:
+            why = "the build uploaded no results"
+        elif contents.result is None:
+            why = contents.problem or "its results could not be read"
+        else:
+            why = "the results it uploaded are not believed, since only a build that succeeded shows its tests ran"
         status = test_run.status.value.lower().replace("_", " ")
         return TestReport(outcome="timed_out" if test_run.status == BuildStatus.TIMED_OUT else "build_failed",
-                          passed=False, reason=f"test build {status}: {why}", **base), counts
+                          passed=False, reason=f"test build {status}: {why}", **base), None
     base.update(install_exit_code=result.install.exit_code, dependency_cache_hit=result.install.cache_hit)
     if result.install.timed_out or result.install.exit_code != 0 or result.test is None:
         why = (f"was killed after the {config.timeout_s} s timeout" if result.install.timed_out

@@ -1,0 +1,110 @@
+"""Verify believes the build service, not the build's files: a build that did not succeed is never
+passed whatever it uploaded, and what verify keeps of the JUnit XML a build wrote is bounded, so
+no ledger item can grow past DynamoDB's 400 KB whatever the code under test writes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger.errors import VerificationFailedError
+from agentledger.models import Stage, StageStatus
+from agentledger.restart import FailureKind, RecoveryAction, classify
+from agentledger.states import BuildStatus
+from agentledger.testrun import layout
+from agentledger.testrun.junit import MAX_FAILING_NAMES, MAX_NAME_CHARS, MAX_PACKAGES
+from agentledger.workflow.verification import JUNIT_FILE_COUNT_LIMIT, JUNIT_TOTAL_LIMIT_BYTES
+from tests.fakes.builds import archive_of, results_archive
+from tests.fakes.world import World, build_world
+
+DYNAMODB_ITEM_LIMIT_BYTES = 400 * 1024
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path)
+
+
+def _verify(world: World) -> tuple[str, Exception]:
+    """Run a fresh run to verify; the run's id and what verify raised."""
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
+    with pytest.raises(VerificationFailedError) as raised:
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    return run_id, raised.value
+
+
+def _outputs(world: World, run_id: str) -> dict[str, Any]:
+    """The verify stage's artifacts, by name."""
+    ledger = world.ledger.load(run_id)
+    return {a.name: world.artifacts.get(a) for a in ledger.artifacts if a.key in ledger.stages["verify"].outputs}
+
+
+@pytest.mark.parametrize(("ended", "outcome"), [
+    (BuildStatus.FAILED, "build_failed"), (BuildStatus.FAULT, "build_failed"),
+    (BuildStatus.STOPPED, "build_failed"), (BuildStatus.TIMED_OUT, "timed_out"),
+])
+def test_a_build_that_did_not_succeed_is_not_passed_by_the_results_it_forged(world: World, ended: BuildStatus,
+                                                                           outcome: str) -> None:
+    # The code under test wrote a passing result.json and JUnit XML, then made the build fail.
+    world.builds.uploads, world.builds.ends = results_archive("pass"), ended
+    run_id, error = _verify(world)
+
+    assert "not believed" in str(error)
+    ledger = world.ledger.load(run_id)
+    assert ledger.stages["verify"].status == StageStatus.FAILED and "test_run" not in ledger.evidence
+    outputs = _outputs(world, run_id)
+    report = json.loads(outputs["command.json"])
+    assert (report["passed"], report["outcome"], report["build_status"]) == (False, outcome, ended.value)
+    assert report["counts"] is None and "test-results.json" not in outputs  # its counts are not shown either
+    [test_run] = ledger.test_runs.values()
+    assert test_run.report is not None and test_run.report["passed"] is False
+    # The restart policy hands it to a person; it is not retried as if the build had flaked.
+    verdict = classify(type(error).__name__, str(error), 0, 3, failed_stage=Stage.VERIFY)
+    assert (verdict.kind, verdict.action) == (FailureKind.NEEDS_PERSON, RecoveryAction.HANDOFF)
+
+
+def test_the_same_results_from_a_build_that_succeeded_pass(world: World) -> None:
+    world.builds.uploads, world.builds.ends = results_archive("pass"), BuildStatus.SUCCEEDED
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert json.loads(_outputs(world, run_id)["command.json"])["passed"] is True
+
+
+def _hostile_junit() -> dict[str, bytes]:
+    """JUnit XML as the code under test can write it: many failing cases with names of 10,000
+    characters in hundreds of packages, spread over more files and bytes than verify reads."""
+    long = "n" * 10_000
+    cases = "".join(f'<testcase classname="pkg{i % 300}{long}.mod" name="test_{i}{long}"><failure/></testcase>'
+                    for i in range(600))
+    heavy = f"<testsuites><testsuite>{cases}</testsuite></testsuites>".encode()
+    documents = {f"{layout.JUNIT_DIR}/a{i}{'x' * 2000}.xml": heavy for i in range(3)}
+    documents.update({f"{layout.JUNIT_DIR}/b{i}{'y' * 2000}.xml": b"<testsuite/>" for i in range(300)})
+    return documents
+
+
+def test_what_verify_keeps_of_hostile_junit_is_bounded(world: World) -> None:
+    documents = _hostile_junit()
+    [heavy, *_] = documents.values()
+    assert len(heavy) * 2 > JUNIT_TOTAL_LIMIT_BYTES  # so at least one heavy file is left unread
+    result = {"install": {"commands": 1, "exit_code": 0, "duration_s": 1.0, "timed_out": False},
+              "test": {"command": "pytest", "exit_code": 1, "duration_s": 1.0, "timed_out": False}}
+    world.builds.uploads = archive_of({layout.RESULT_FILE: json.dumps(result).encode(), **documents})
+    run_id, error = _verify(world)
+
+    assert "exited 1" in str(error)
+    [test_run] = world.ledger.load(run_id).test_runs.values()
+    assert test_run.report is not None
+    counts = test_run.report["counts"]
+    assert len(counts["failing"]) == MAX_FAILING_NAMES
+    assert counts["failing_omitted"] == counts["failed"] - MAX_FAILING_NAMES > 0
+    names = [*counts["failing"], *counts["by_package"], *counts["files"], *counts["unreadable"]]
+    assert max(map(len, names)) == MAX_NAME_CHARS and all(name.endswith("…") for name in counts["failing"])
+    assert len(counts["by_package"]) == MAX_PACKAGES + 1  # the rest counted together under "…"
+    assert len(counts["files"]) + len(counts["unreadable"]) == JUNIT_FILE_COUNT_LIMIT
+    assert any(name.startswith("a") for name in counts["unreadable"])  # named, not read: past the total
+    sizes = [len(json.dumps(item, default=str).encode()) for item in world.ledger.items(run_id)]
+    assert max(sizes) < DYNAMODB_ITEM_LIMIT_BYTES, max(sizes)
