@@ -16,6 +16,7 @@ from .errors import RecordSchemaError, RunNotFoundError
 from .models import (
     ArtifactRef,
     Decision,
+    DecisionKind,
     Effect,
     Evidence,
     Ledger,
@@ -77,7 +78,7 @@ Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 UPGRADES: dict[tuple[str, int], Upgrade] = {}
 
 
-def new_decision(kind: str, summary: str, details: dict[str, Any], execution: str | None = None,
+def new_decision(kind: DecisionKind, summary: str, details: dict[str, Any], execution: str | None = None,
                  actor: str | None = None) -> Decision:
     return Decision(
         decision_id=f"{utc_now()}#{uuid.uuid4().hex[:8]}",

@@ -121,7 +121,7 @@ class ArtifactView(ArtifactRef):
 
 
 class HandoffView(Decision):
-    details: Handoff
+    details: Handoff  # type: ignore[assignment]  # a handoff's details are typed; a view narrows the field
 
 
 class PlanItemView(BaseModel):
@@ -166,8 +166,9 @@ class RunOverview(BaseModel):
 class RunView(Ledger):
     """The whole ledger of a run, as GET /runs/{run_id} shows it."""
 
-    artifacts: list[ArtifactView] = Field(default_factory=list)
-    review: ReviewView | None = None
+    # The view narrows the ledger's fields to their views (pydantic validates the narrower type).
+    artifacts: list[ArtifactView] = Field(default_factory=list)  # type: ignore[assignment]
+    review: ReviewView | None = None  # type: ignore[assignment]
     evidence_status: dict[str, EvidenceStatus]
     handoff: HandoffView | None = Field(description="set while the run needs a person")
     summary: RunOverview

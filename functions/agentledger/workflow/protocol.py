@@ -4,7 +4,7 @@ evidence, records its start, does its work, stores artifacts, and commits stage 
 artifact records in one versioned transaction. Evidence is evaluated once per entry."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentledger.records import new_decision
 
@@ -147,7 +147,8 @@ def _require_owner(run: Run, execution: str) -> None:
             f"execution {execution} no longer owns run {run.run_id}; {run.active_execution} does")
 
 
-def _is_poll(previous: StageRecord | None, execution: str, ledger: Ledger, stage: Stage) -> bool:
+def _is_poll(previous: StageRecord | None, execution: str, ledger: Ledger,
+             stage: Stage) -> TypeGuard[StageRecord]:
     return (previous is not None and previous.status == StageStatus.RUNNING and previous.execution == execution
             and previous.inputs == _inputs(ledger, stage) and stage == Stage.VERIFY)
 

@@ -187,7 +187,7 @@ class StageWork:
             raise ValueError("await_review needs the state machine's task token")
         run_id = ctx.run.run_id
         plan_digest = ctx.ledger.evidence[EVIDENCE_OF[Stage.PLAN]].fingerprint
-        request = {
+        request: dict[str, Any] = {
             "run_id": run_id, "plan_digest": plan_digest, "revision": ctx.snapshot.revision,
             "plan": committed_output(ctx.ledger, Stage.PLAN, "plan.json").key,
             "diff": committed_output(ctx.ledger, Stage.EXECUTE, "changes.diff").key,
