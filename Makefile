@@ -23,8 +23,17 @@ $(STAMP): pyproject.toml
 	@test -x $(VENV)/cdk/node_modules/.bin/cdk || npm install --silent --no-fund --no-audit --prefix $(VENV)/cdk aws-cdk@$(CDK_CLI_VERSION)
 	@touch $(STAMP)
 
-test: install
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests
+# The unit tests first, as test-unit runs them; then every other kind.
+test: test-unit
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider --ignore=tests/unit tests
+
+# Every test under tests/unit, with moto unimportable and the network blocked (tests/offline.py).
+test-unit: install
+	$(BIN)/python -m pytest -n 2 -p tests.offline -p no:cacheprovider tests/unit
+
+# The handlers and the state machine on moto.
+test-integration: install
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests/integration
 
 synth: install
 	$(VENV)/cdk/node_modules/.bin/cdk synth --quiet

@@ -1,32 +1,20 @@
-"""Fixtures shared by every kind of test."""
+"""What every kind of test shares: its kind, named by its folder, and the local-stack fixtures,
+which load moto only when an integration or reliability test asks for them."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from infra.local.runtime import LocalRuntime
-from tests import counting_agent
-from tests.samples import write_sample_repository
-from tests.stack_driver import Driver
+TESTS_DIR = Path(__file__).resolve().parent
+# Each folder is a kind of test and a marker (pyproject.toml describes them): `-m unit` selects
+# exactly tests/unit.
+KINDS = ("unit", "integration", "infra", "reliability", "e2e")
+
+pytest_plugins = ("tests.integration.local_stack",)
 
 
-@pytest.fixture
-def sample_repo(tmp_path: Path) -> Path:
-    return write_sample_repository(tmp_path / "sample-repo")
-
-
-@pytest.fixture(scope="session")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
-    """One local stack per test worker; runs are independent, so tests share it."""
-    # The agent is chosen as a user chooses it: the `agent` context key of the synthesized stack.
-    local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
-                         context={"agent": counting_agent.SPEC}).start()
-    yield local
-    local.stop()
-
-
-@pytest.fixture
-def driver(runtime: LocalRuntime) -> Driver:
-    return Driver(runtime)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(TESTS_DIR) and (kind := item.path.relative_to(TESTS_DIR).parts[0]) in KINDS:
+            item.add_marker(kind)

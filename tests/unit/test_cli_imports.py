@@ -5,14 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from infra import PROJECT_ROOT
 
-pytestmark = pytest.mark.unit
-
 HEAVY_PACKAGES = ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "moto", "aws_cdk")
-# A fresh interpreter: this one has already imported the whole stack through the test fixtures.
+# A fresh interpreter: this one may have imported any of them for the tests before this one.
 PROBE = f"""
 import sys
 from infra.cli.main import build_parser

@@ -9,8 +9,6 @@ from agentledger import faults
 from agentledger.faults import SimulatedCrash
 from agentledger.states import EFFECTS, Stage
 
-pytestmark = pytest.mark.unit
-
 
 class At:
     """Crashes at one (stage, point) and remembers every point it was asked about."""

@@ -24,8 +24,6 @@ from agentledger.models import (
 from agentledger.records import REVIEW_SK, new_decision, record_key
 from tests.unit import builders as b
 
-pytestmark = pytest.mark.unit
-
 
 # -- values to and from DynamoDB ------------------------------------------------------------------
 def test_floats_become_exact_decimals() -> None:

@@ -15,8 +15,6 @@ from agentledger.service import (
     start_execution_name,
 )
 
-pytestmark = pytest.mark.unit
-
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")  # a Step Functions execution name
 
 

@@ -5,8 +5,6 @@ import pytest
 
 from infra.cli.signing import is_loopback, region_of
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(("url", "region"), [
     ("https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/v1", "eu-west-1"),

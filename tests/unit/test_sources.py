@@ -15,7 +15,6 @@ from agentledger.adapters.repositories import SourceResolver
 from agentledger.errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from agentledger.source import upload_key
 
-pytestmark = pytest.mark.unit
 BUCKET = "stack-artifacts"
 DIGEST = "ab" * 32
 

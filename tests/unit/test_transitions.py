@@ -11,8 +11,6 @@ from agentledger.models import RunState, Stage
 from agentledger.states import NextAction
 from agentledger.transitions import ALLOWED_TRANSITIONS, check_transition
 
-pytestmark = pytest.mark.unit
-
 S = RunState
 FORWARD = [S.CREATED, S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE]
 WORK_STATES = [RunState(stage.value) for stage in Stage]

@@ -18,8 +18,6 @@ from agentledger.testrun import layout
 from agentledger.workflow.verification import read_output_archive
 from tests.fakes.world import World, build_world
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:

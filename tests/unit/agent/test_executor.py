@@ -10,8 +10,6 @@ from agentledger.agent import ReferenceAgent, apply_files, snapshot_directory
 
 from .samples import BRIEF, make_sample_repo, write
 
-pytestmark = pytest.mark.unit
-
 GENERATED = "agentledger_tests/test_pkg_calc.py"
 CONFTEST = "agentledger_tests/conftest.py"
 

@@ -6,8 +6,6 @@ import pytest
 
 from agentledger.fingerprints import canonical_json, digest, sha256_bytes, sha256_file
 
-pytestmark = pytest.mark.unit
-
 
 def test_sha256_bytes_is_the_hex_digest():
     assert sha256_bytes(b"agentledger") == hashlib.sha256(b"agentledger").hexdigest()

@@ -14,8 +14,6 @@ from agentledger.agent import (
 
 from .samples import BRIEF, make_sample_repo, write
 
-pytestmark = pytest.mark.unit
-
 CUSTOM_AGENTS = '''\
 from agentledger.agent import ReferenceAgent
 

@@ -17,8 +17,6 @@ from agentledger.testrun.config import (
     load_config,
 )
 
-pytestmark = pytest.mark.unit
-
 PYTEST = 'python -m pytest -p no:cacheprovider --junitxml="$AGENTLEDGER_RESULTS/junit/pytest.xml"'
 NODE_RUNNER = ("npm test -- --test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit"
                ' --test-reporter-destination="$AGENTLEDGER_RESULTS/junit/node.xml"')

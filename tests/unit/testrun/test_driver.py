@@ -10,11 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from agentledger.testrun import driver
-
-pytestmark = pytest.mark.unit
 
 DRIVER = Path(driver.__file__)
 

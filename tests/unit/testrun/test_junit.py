@@ -6,11 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from agentledger.testrun.junit import MAX_DOCUMENT_BYTES, TestCounts, summarize_junit
-
-pytestmark = pytest.mark.unit
 
 # A suite with one case of each outcome, run by a subprocess pytest to get a real JUnit report.
 # Kept as data: its skipped case belongs to that report, not to this project's suite.

@@ -5,8 +5,6 @@ import pytest
 
 from agentledger.testrun import driver, layout
 
-pytestmark = pytest.mark.unit
-
 SHARED_NAMES = (
     "REPOSITORY_DIR", "CONFIG_FILE", "RESULTS_DIR", "RESULT_FILE", "OUTPUT_FILE", "JUNIT_DIR",
     "INPUT_URL_VARIABLE", "OUTPUT_GRANT_VARIABLE", "TEST_RUN_VARIABLE", "CACHE_VARIABLE",
