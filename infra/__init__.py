@@ -1,7 +1,41 @@
-"""agentledger infrastructure: the CDK app (app.py, stack.py, constructs/) and the local runtime (local/)."""
+"""agentledger infrastructure: the CDK app (app.py, stack.py, constructs/), the CLI (cli/) and the
+local runtime (local/).
 
+Everything the app, `serve` and `demo` read at run time is found from here, never from the
+working directory, so `cdk synth`, `python -m infra.app`, pytest and an installed `agentledger`
+all see the same files wherever they start."""
+
+import importlib.util
+import os
 from pathlib import Path
 
-# Assets and the state-machine definition are found from here, never from the working directory,
-# so `cdk synth`, `python -m infra.app` and pytest all see the same files wherever they start.
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The checkout this package lies in (for an installed package, the directory it was installed into).
+PROJECT_ROOT = PACKAGE_DIR.parent
+# The files beyond the Python packages: in a checkout, links to the files at the top of the
+# repository; in the wheel, the files themselves (package data), in the same place.
+PROJECT_FILES = PACKAGE_DIR / "project_files"
+CDK_JSON_FILE = PROJECT_FILES / "cdk.json"
+STATE_MACHINE_FILE = PROJECT_FILES / "statemachines" / "run.asl.json"
+# pyproject.toml, whose [project] dependencies the Lambda layer installs; under another name, so
+# that no tool takes this folder for a project of its own.
+DEPENDENCIES_FILE = PROJECT_FILES / "dependencies.toml"
+SAMPLE_REPOSITORY = PROJECT_FILES / "samples" / "textkit"  # the demo's; tests/samples/textkit
+# The Lambda code asset: these packages, from wherever Python imports them (functions/ in a checkout).
+LAMBDA_PACKAGES = ("agentledger", "handlers")
+
+
+def lambda_code_root() -> Path:
+    """The directory the Lambda packages are imported from: the asset holds them and nothing else."""
+    spec = importlib.util.find_spec(LAMBDA_PACKAGES[0])
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"the {LAMBDA_PACKAGES[0]} package is not importable", name=LAMBDA_PACKAGES[0])
+    return Path(spec.origin).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """Where the synthesized app and the built dependencies layer are kept: .cache/ in a checkout;
+    for an installed package, $XDG_CACHE_HOME/agentledger (by default ~/.cache/agentledger)."""
+    if (PROJECT_ROOT / "pyproject.toml").is_file():
+        return PROJECT_ROOT / ".cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentledger"

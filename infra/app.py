@@ -10,12 +10,12 @@ from typing import Any
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra import PROJECT_ROOT
+from infra import CDK_JSON_FILE, PROJECT_ROOT
 from infra.constructs.functions import PlannerConfig
 from infra.stack import AgentLedgerStack
 
 STACK_ID = "AgentLedgerStack"
-CDK_JSON = json.loads((PROJECT_ROOT / "cdk.json").read_text())
+CDK_JSON = json.loads(CDK_JSON_FILE.read_text())
 
 # Context keys the stack reads, with their defaults (cdk.json's "context" documents the same).
 DEFAULT_ENVIRONMENT_NAME = "dev"

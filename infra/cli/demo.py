@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.faults import CRASH_HEADER
-from infra import PROJECT_ROOT
+from infra import SAMPLE_REPOSITORY
 from infra.cli import render
 from infra.cli.client import ApiClient, ApiError
 from infra.cli.follow import follow_run
@@ -29,8 +29,7 @@ from infra.local.server import LocalApiServer
 INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
 LOST_PULL_REQUEST_RESPONSE = "complete:pull_request.after_accept"  # GitHub holds the PR, the answer is lost
 FOLLOW_TIMEOUT_S = 180.0
-# The demo works on a copy of the sample repository the tests use; it edits the file its plan read.
-SAMPLE_REPOSITORY = PROJECT_ROOT / "tests" / "samples" / "textkit"
+# The demo works on a copy of SAMPLE_REPOSITORY, the one the tests use; it edits the file its plan read.
 EDITED_FILE = "textkit/slug.py"
 
 
@@ -143,7 +142,9 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
         "approved_by": final["review"]["decided_by"],
         "self_approvals_refused": sum(1 for d in final["decisions"] if d["kind"] == "review_refused"),
         "pull_requests_at_receiver": sum(pulls.values()),
-        "pull_request": next((e["receiver_url"] for e in final["effects"].values() if e["kind"] == "pull_request"), None),
+        "pull_request": next(
+            (effect["receiver_url"] for effect in final["effects"].values() if effect["kind"] == "pull_request"), None
+        ),
         "tickets_at_receiver": sum(tickets.values()),
         "notifications_at_receiver": sum(notifications.values()),
         # Counted at the receivers (GitHub and the subscribed queue), not from our records.

@@ -5,6 +5,7 @@ instead of the human view). Errors are one line on stderr, exit 1; usage errors 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -42,6 +43,8 @@ DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
 DEFAULT_REQUEST = "Write tests for the functions that lack them"
 DEFAULT_WAIT_TIMEOUT_S = 120.0
+# What `serve` and `demo` import beyond the package: the `local` extra of pyproject.toml.
+LOCAL_EXTRA_MODULES = ("moto", "aws_cdk", "constructs", "cdk_nag")
 # -- shared pieces -----------------------------------------------------------------------------
 def _client(args: argparse.Namespace) -> ApiClient:
     try:
@@ -64,7 +67,23 @@ def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
 
 
 # -- commands ----------------------------------------------------------------------------------
+def _require_local_extra(command: str) -> None:
+    """One line naming the extra to install, before anything reaches for a module it holds."""
+    missing = [name for name in LOCAL_EXTRA_MODULES if not _importable(name)]
+    if missing:
+        raise CliError(f"{command} needs the local extra, which holds {', '.join(missing)}: "
+                       "pip install 'agentledger[local]'")
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a finder that refuses the module outright
+        return False
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    _require_local_extra("serve")
     # The runtime pulls in moto, boto3 and the CDK assembly: only `serve` pays for that import.
     from infra.local.principals import write_profiles  # noqa: PLC0415
     from infra.local.runtime import BEDROCK_PROFILE_VARIABLE, LocalRuntime  # noqa: PLC0415
@@ -107,9 +126,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _context(given: list[str] | None) -> dict[str, str]:
     """`-c key=value` pairs, as `cdk deploy` takes them."""
-    from infra import PROJECT_ROOT  # noqa: PLC0415
+    from infra import CDK_JSON_FILE  # noqa: PLC0415
 
-    known = sorted(key for key in json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"] if "@" not in key)
+    known = sorted(key for key in json.loads(CDK_JSON_FILE.read_text())["context"] if "@" not in key)
     context = {}
     for pair in given or []:
         key, sep, value = pair.partition("=")
@@ -130,7 +149,8 @@ def _repository_roots(given: list[str] | None) -> tuple[Path, ...] | None:
         if not root.is_dir():
             raise CliError(f"--allow-root {text}: not a directory")
         if root == Path(root.anchor):
-            raise CliError(f"--allow-root {text}: refusing to allow every file on this machine; name a project directory")
+            raise CliError(f"--allow-root {text}: refusing to allow every file on this machine; "
+                           "name a project directory")
         roots.append(root)
     return tuple(roots)
 
@@ -265,7 +285,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     decision = "approve" if args.approve else "request_changes" if args.request_changes else None
     if plan_digest is None or decision is None:
         document = client.get(run_path(args.run_id))
-        plan_digest = plan_digest or (document.get("review") or {}).get("plan_digest") or document["run"].get("plan_digest")
+        plan_digest = (plan_digest or (document.get("review") or {}).get("plan_digest")
+                       or document["run"].get("plan_digest"))
         if not plan_digest:
             raise CliError(f"{args.run_id} has no plan to review yet (status {document['run']['status']})")
         if decision is None:
@@ -318,6 +339,7 @@ def cmd_crash_points(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    _require_local_extra("demo")
     from infra.cli import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
 
     return demo.main(args)

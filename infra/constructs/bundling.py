@@ -22,10 +22,10 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
-from infra import PROJECT_ROOT
+from infra import DEPENDENCIES_FILE, PROJECT_ROOT, cache_dir
 
 LAYER_PLATFORM = "manylinux2014_aarch64"
-LAYER_CACHE_DIR = PROJECT_ROOT / ".venv" / ".layer-cache"
+LAYER_CACHE_DIR = cache_dir() / "layers"
 
 # The Lambda runtime ships its own matched set of the AWS SDK. A botocore pulled in transitively
 # (aws-xray-sdk requires it) would shadow the runtime's and break that match, so these are
@@ -35,7 +35,7 @@ RUNTIME_PROVIDED_PACKAGES = ("boto3", "botocore", "s3transfer")
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def layer_requirements(pyproject: Path = PROJECT_ROOT / "pyproject.toml") -> list[str]:
+def layer_requirements(pyproject: Path = DEPENDENCIES_FILE) -> list[str]:
     """The project's run-time pins, read from pyproject.toml, minus what the runtime provides."""
     dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
     return [

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -20,7 +20,7 @@ from constructs import Construct
 
 from agentledger import metric_names
 from agentledger.source import UPLOAD_PREFIX
-from infra import PROJECT_ROOT
+from infra import LAMBDA_PACKAGES, lambda_code_root
 from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.bundling import dependencies_layer_code
 from infra.constructs.notifications import Notifications
@@ -189,7 +189,10 @@ class Functions(Construct):
             description="agentledger run-time dependencies (pinned in pyproject.toml)",
         )
         self._code = lambda_.Code.from_asset(
-            str(PROJECT_ROOT / "functions"), exclude=["**/__pycache__", "*.pyc"]
+            str(lambda_code_root()),
+            # The Lambda packages and nothing else: functions/ in a checkout, site-packages when installed.
+            exclude=["/*", *(f"!/{package}/" for package in LAMBDA_PACKAGES), "__pycache__/", "*.pyc"],
+            ignore_mode=IgnoreMode.GIT,
         )
         # A function gets exactly the variables its settings model requires (functions/agentledger/config.py).
         self._common_environment = {

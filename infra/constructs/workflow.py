@@ -10,10 +10,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra import PROJECT_ROOT
+from infra import STATE_MACHINE_FILE
 from infra.constructs.functions import LOG_RETENTION, Functions, wildcard_resource_finding
 
-DEFINITION_FILE = PROJECT_ROOT / "statemachines" / "run.asl.json"
+DEFINITION_FILE = STATE_MACHINE_FILE
 REVIEW_KEEPER_INTERVAL = Duration.minutes(5)
 
 

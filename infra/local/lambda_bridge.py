@@ -39,16 +39,16 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from moto.awslambda.models import LambdaFunction
 
 from agentledger.faults import SimulatedCrash
+from infra import lambda_code_root
 
 from . import environ, output
 
-FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
+FUNCTIONS_DIR = lambda_code_root()
 
 
 @dataclass
@@ -142,7 +142,8 @@ class HandlerResolutionError(Exception):
 def resolve_handler(function: LambdaFunction) -> Any:
     module_name, _, attribute = (function.handler or "").rpartition(".")
     if not module_name or not attribute:
-        raise HandlerResolutionError("Runtime.MalformedHandlerName", f"Bad handler '{function.handler}': not module.function")
+        raise HandlerResolutionError("Runtime.MalformedHandlerName",
+                                     f"Bad handler '{function.handler}': not module.function")
     module_file = module_name.replace(".", "/") + ".py"
     if not function.code_bytes:
         raise HandlerResolutionError("Runtime.ImportModuleError", f"function {function.function_name} has no code")
@@ -153,10 +154,12 @@ def resolve_handler(function: LambdaFunction) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise HandlerResolutionError("Runtime.ImportModuleError", f"Unable to import module '{module_name}': {error}") from error
+        raise HandlerResolutionError("Runtime.ImportModuleError",
+                                     f"Unable to import module '{module_name}': {error}") from error
     handler = getattr(module, attribute, None)
     if not callable(handler):
-        raise HandlerResolutionError("Runtime.HandlerNotFound", f"Handler '{attribute}' missing on module '{module_name}'")
+        raise HandlerResolutionError("Runtime.HandlerNotFound",
+                                     f"Handler '{attribute}' missing on module '{module_name}'")
     return handler
 
 
@@ -208,7 +211,8 @@ def _run(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     elapsed = time.monotonic() - started
     if error_type is None and elapsed > context.timeout_s:
         error_type = "Sandbox.Timedout"
-        result = _error_payload(error_type, f"Task timed out after {context.timeout_s:.2f} seconds", context.aws_request_id)
+        result = _error_payload(error_type, f"Task timed out after {context.timeout_s:.2f} seconds",
+                                context.aws_request_id)
     lines = [line for line in stdout.getvalue().splitlines() if line.strip()]
     _ship_logs(function, context, lines)
     return result, error_type is not None, ""

@@ -9,24 +9,37 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SYNTH_INPUTS = ("infra", "functions", "statemachines", "pyproject.toml", "cdk.json")
-CACHE_ROOT = PROJECT_ROOT / ".cache" / "synth"
+from infra import LAMBDA_PACKAGES, PACKAGE_DIR, PROJECT_ROOT, SAMPLE_REPOSITORY, cache_dir, lambda_code_root
+
+CACHE_ROOT = cache_dir() / "synth"
 STACK_TEMPLATE = "AgentLedgerStack.template.json"
+# Not inputs of the synth: the local runtime that deploys it, and the demo's sample repository.
+NOT_SYNTHESIZED = (PACKAGE_DIR / "local", SAMPLE_REPOSITORY)
+
+
+def synth_inputs() -> Iterator[tuple[str, Path]]:
+    """Every file that goes into the cloud assembly, named by its place in its package: the CDK app
+    with the project files it reads (cdk.json, the state machine, the pins), and the Lambda packages.
+    The same files in a checkout and in an installed package name the same inputs."""
+    packages = [("infra", PACKAGE_DIR)] + [(name, lambda_code_root() / name) for name in LAMBDA_PACKAGES]
+    for name, root in packages:
+        # Project files are links in a checkout: followed, so their targets count.
+        for directory, subdirectories, files in os.walk(root, followlinks=True):
+            here = Path(directory)
+            subdirectories[:] = sorted(
+                name for name in subdirectories if name != "__pycache__" and here / name not in NOT_SYNTHESIZED
+            )
+            for file in sorted(f for f in files if not f.endswith(".pyc")):
+                yield str(Path(name) / (here / file).relative_to(root)), here / file
 
 
 def source_hash(context: dict[str, str] | None = None) -> str:
     digest = hashlib.sha256(json.dumps(context or {}, sort_keys=True).encode())
-    for name in SYNTH_INPUTS:
-        path = PROJECT_ROOT / name
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            relative = file.relative_to(PROJECT_ROOT)
-            if "__pycache__" in relative.parts or file.suffix == ".pyc" or "local" in relative.parts[:2]:
-                continue
-            digest.update(str(relative).encode() + b"\0" + file.read_bytes() + b"\0")
+    for name, file in synth_inputs():
+        digest.update(name.encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
 
 
@@ -43,7 +56,8 @@ def synthesize(progress: bool = True, context: dict[str, str] | None = None) -> 
         if (target / STACK_TEMPLATE).exists():
             return target
         if progress:
-            print("agentledger: synthesizing the CDK app (first run for these sources, ~30 s)...", file=sys.stderr, flush=True)
+            print("agentledger: synthesizing the CDK app (first run for these sources, ~30 s)...", file=sys.stderr,
+                  flush=True)
         staging = target.with_name(target.name + f".tmp{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         # As the CDK CLI hands `-c` to the app: cdk.json's values are the defaults, these win.

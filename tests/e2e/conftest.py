@@ -13,7 +13,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,11 +111,12 @@ def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def served(logs: Path, environment: dict[str, str], *options: str) -> Iterator[str]:
+def served(logs: Path, environment: dict[str, str], *options: str, command: Sequence[str] = tuple(CLI_COMMAND),
+           cwd: Path = PROJECT_ROOT) -> Iterator[str]:
     port = free_port()
     with open(logs / "stdout", "w") as stdout, open(logs / "stderr", "w") as stderr:
-        server = subprocess.Popen([*CLI_COMMAND, "serve", "--port", str(port), "--keeper-interval", "1", *options],
-                                  cwd=PROJECT_ROOT, env=environment, stdout=stdout, stderr=stderr)
+        server = subprocess.Popen([*command, "serve", "--port", str(port), "--keeper-interval", "1", *options],
+                                  cwd=cwd, env=environment, stdout=stdout, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_answering(server, url, logs)

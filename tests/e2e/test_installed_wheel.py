@@ -1,0 +1,95 @@
+"""The wheel installed as a user installs it, into a fresh venv and away from any checkout:
+`pip install '<wheel>[local]'` gives an `agentledger` whose --help, serve and demo work, and
+without the extra, serve and demo say in one line which extra to install."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.wheel import build_wheel
+
+from .conftest import NODE_MAJOR, REQUESTER, CliResult, assert_one_line_error, free_port, http, served
+
+# One worker builds the wheel and the venvs once, and runs these in order.
+pytestmark = pytest.mark.xdist_group("installed_wheel")
+
+INSTALL_TIMEOUT_S = 600  # moto[all] and aws-cdk-lib, downloaded: a minute or two
+DEMO_TIMEOUT_S = 300
+# What a venv's pip must not inherit from this one, and what the CLI must not find beside it.
+INHERITED = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+
+
+@dataclass(frozen=True)
+class Installed:
+    command: str
+    environment: dict[str, str]
+    home: Path  # the working directory, and where its caches and callers' profiles go
+
+    def run(self, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.command, *args], cwd=self.home, env=self.environment, capture_output=True,
+                              text=True, timeout=timeout_s, check=False)
+
+
+def _install(workdir: Path, requirement: str) -> Installed:
+    venv, home = workdir / "venv", workdir / "home"
+    home.mkdir()
+    environment = {name: value for name, value in os.environ.items() if name not in INHERITED}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", requirement],
+                               cwd=home, env=environment, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+                               check=False)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    environment.update({
+        "PATH": f"{venv / 'bin'}{os.pathsep}{environment.get('PATH', '')}",
+        # A cache of its own: the installed package synthesizes and builds the layer itself.
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(home / "profiles"),
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR,
+    })
+    return Installed(str(venv / "bin" / "agentledger"), environment, home)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def bare(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return _install(tmp_path_factory.mktemp("bare"), str(wheel))
+
+
+@pytest.fixture(scope="module")
+def local(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return _install(tmp_path_factory.mktemp("local"), f"{wheel}[local]")
+
+
+def test_without_the_local_extra_help_works_and_serve_names_the_extra_in_one_line(bare: Installed) -> None:
+    assert bare.run("--help").returncode == 0
+
+    for command in (["serve", "--port", str(free_port())], ["demo"]):
+        result = bare.run(*command)
+        refused = CliResult(result.returncode, result.stdout, result.stderr)
+        assert_one_line_error(refused, f"{command[0]} needs the local extra", "pip install 'agentledger[local]'")
+
+
+def test_with_the_local_extra_help_serve_and_demo_work(local: Installed) -> None:
+    helped = local.run("--help")
+    assert helped.returncode == 0 and "serve" in helped.stdout and "demo" in helped.stdout
+
+    logs = local.home / "serve"
+    logs.mkdir()
+    with served(logs, local.environment, command=[local.command], cwd=local.home) as url:
+        listed = http(url, "GET", "/runs", profile=REQUESTER, profiles=local.home / "profiles")
+        assert listed.status == 200 and listed.body["runs"] == []
+
+    demo = local.run("demo", timeout_s=DEMO_TIMEOUT_S)
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    summary = json.loads(demo.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "complete" and summary["duplicated_side_effects"] == 0
