@@ -1,28 +1,43 @@
 """CodeBuild, locally: moto records `start_build` and runs nothing (and reports every build
-SUCCEEDED); the local runtime runs the project's buildspec for real, in a subprocess sandbox.
-(moto also asks a NO_SOURCE project for a source location, which CodeBuild does not.)
+SUCCEEDED); the local runtime runs the project's buildspec for real, each phase in a sandbox
+(infra/local/sandbox.py says what the sandbox is). (moto also asks a NO_SOURCE project for a
+source location, which CodeBuild does not.)
 
-A build here gets what a CodeBuild build gets and no more:
-- a fresh, empty working directory (CODEBUILD_SRC_DIR), removed when the build ends;
+A build here gets:
+- a fresh, empty working directory (CODEBUILD_SRC_DIR) on a tmpfs of its own, size-capped, gone
+  when the build ends;
 - an environment holding nothing of this machine's but PATH, HOME and locale, plus the variables
   the buildspec declares and the build was started with: no AWS_* variable, no table or bucket
   name, no token (the stack's functions run with those; a build never does);
+- uid 65534, namespaces of its own, the host read-only and its home, /tmp and serve's credentials
+  hidden; the package index and the S3 endpoint's port, no other port of this machine;
 - limits on CPU time, memory, processes and file size (`prlimit`), and its timeout;
-- its whole process group killed when it ends, for any reason, including the runtime stopping.
-The one declared variable replaced is the dependency cache's path: CodeBuild's local cache lives
-under /root, this machine's under the runtime's cache directory.
+- every process it started killed when a phase ends, for any reason, including the runtime
+  stopping (the phase's pid namespace ends).
+The dependency cache (virtualenvs, one per digest of what the install depends on) is shared by
+builds, and written only by the install phase, into the one entry that phase's inputs name (the
+host computes the name before any of the repository's commands run), and only when the entry is
+missing; every other phase, the tests' included, sees the cache read-only. Package managers'
+download caches are the build's own. The one declared variable replaced is the cache's path:
+CodeBuild's local cache lives under /root, this machine's under the runtime's cache directory.
+
+With `unsafe=True` (serve's --unsafe-local-builds) a build is a plain subprocess of serve's user
+instead, and says so in its log and on serve's output.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +47,29 @@ from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 
+from agentledger.testrun import driver as build_driver
 from agentledger.testrun.driver import INHERITED_VARIABLES, kill_tree
-from agentledger.testrun.layout import CACHE_VARIABLE, TEST_RUN_VARIABLE
+from agentledger.testrun.layout import CACHE_VARIABLE, DRIVER_FILE, TEST_RUN_VARIABLE
+
+from .profiles import local_credentials_dir
+from .sandbox import (
+    BUILD_UID,
+    BuildRoom,
+    Mount,
+    SandboxedProcess,
+    SandboxError,
+    SandboxSpec,
+    sandbox_problem,
+    toolchain_mounts,
+)
 
 PHASES = ("install", "pre_build", "build", "post_build")
 LOG_TAIL_BYTES = 64 << 10
+INSTALL_PHASE = "pre_build"  # the buildspec's phase that runs `driver.py install`
+VENV_NAME = re.compile(r"[0-9a-f]{24}")
+CACHE_KEY_TIMEOUT_S = 60
+UNSAFE_WARNING = ("agentledger: UNSAFE: this build runs without a sandbox (--unsafe-local-builds): the code under "
+                  "test runs as serve's user, sees this machine's files and processes and can reach every local port")
 _MOTO_START_BUILD = CodeBuildResponse.start_build
 
 
@@ -46,10 +79,15 @@ class SandboxLimits:
     memory_bytes: int = 8 << 30  # address space: Node and the JVM reserve far more than they use
     processes: int = 4096
     file_bytes: int = 2 << 30
+    disk_bytes: int = 2 << 30  # the build directory's tmpfs: every byte the build writes, its log too
+    tmp_bytes: int = 256 << 20  # each of its private /tmp, /dev/shm and home
+
+    def options(self) -> list[str]:
+        return [f"--cpu={self.cpu_seconds}", f"--as={self.memory_bytes}", f"--nproc={self.processes}",
+                f"--fsize={self.file_bytes}"]
 
     def prlimit(self) -> list[str]:
-        return ["prlimit", f"--cpu={self.cpu_seconds}", f"--as={self.memory_bytes}",
-                f"--nproc={self.processes}", f"--fsize={self.file_bytes}", "--"]
+        return ["prlimit", *self.options(), "--"]
 
 
 @dataclass
@@ -59,7 +97,7 @@ class LocalBuild:
     record: dict[str, Any]  # moto's build metadata, which batch_get_builds returns
     variables: dict[str, str]
     timeout_s: int
-    process: subprocess.Popen[bytes] | None = None
+    process: _Phase | None = None
     stopped: bool = False
     log_tail: str = ""
     done: threading.Event = field(default_factory=threading.Event)
@@ -67,10 +105,15 @@ class LocalBuild:
 
 class LocalCodeBuild:
     def __init__(self, work_root: Path, cache_dir: Path, limits: SandboxLimits | None = None,
-                 concurrency: int = 2) -> None:
+                 concurrency: int = 2, unsafe: bool = False) -> None:
         self.work_root = work_root
         self.cache_dir = cache_dir
         self.limits = limits or SandboxLimits()
+        self.unsafe = unsafe
+        # The one port of this machine a sandboxed build reaches: the S3 endpoint's, set by the
+        # runtime once the endpoint listens (forward_port).
+        self.forwarded_port: int | None = None
+        self._installing: dict[str, threading.Lock] = {}  # one install per cache entry at a time
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="local-codebuild")
         self._builds: dict[str, LocalBuild] = {}
         self._lock = threading.Lock()
@@ -79,10 +122,14 @@ class LocalCodeBuild:
     def builds_for(self, test_run_prefix: str) -> list[LocalBuild]:
         """Builds started for test runs whose id ("<run id>/<digest>") starts with the prefix."""
         with self._lock:
-            return [b for b in self._builds.values() if b.variables.get(TEST_RUN_VARIABLE, "").startswith(test_run_prefix)]
+            return [b for b in self._builds.values()
+                    if b.variables.get(TEST_RUN_VARIABLE, "").startswith(test_run_prefix)]
 
     def wait(self, build_id: str, timeout_s: float) -> bool:
         return self._builds[build_id].done.wait(timeout_s)
+
+    def forward_port(self, port: int) -> None:
+        self.forwarded_port = port
 
     # -- moto's seams ------------------------------------------------------------------------
     def install(self, runs_project: Callable[[str], bool]) -> Callable[[], None]:
@@ -155,7 +202,8 @@ class LocalCodeBuild:
         environment.update(
             image=response._get_param("imageOverride") or environment.get("image"),
             computeType=response._get_param("computeTypeOverride") or environment.get("computeType"),
-            environmentVariables=[{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in {**declared, **overrides}.items()],
+            environmentVariables=[{"name": k, "value": v, "type": "PLAINTEXT"}
+                                  for k, v in {**declared, **overrides}.items()],
         )
         buildspec = _parse_buildspec(project["source"].get("buildspec", ""))
         record.update(environment=environment, timeoutInMinutes=timeout_minutes, currentPhase="QUEUED",
@@ -168,31 +216,53 @@ class LocalCodeBuild:
 
     def _run(self, build: LocalBuild, buildspec: dict[str, Any]) -> None:
         self.work_root.mkdir(parents=True, exist_ok=True)
-        directory = Path(tempfile.mkdtemp(prefix="build-", dir=self.work_root))
-        log_path = directory.with_suffix(".log")
         deadline = time.monotonic() + build.timeout_s
         status = "SUCCEEDED"
         try:
-            with open(log_path, "wb") as log:
-                env = self._environment(build, buildspec, directory)
+            with self._place(build) as place, open(place.log_path, "wb") as log:
+                if self.unsafe:
+                    log.write(f"{UNSAFE_WARNING}\n".encode())
+                    print(f"{UNSAFE_WARNING} ({build.build_id})", file=sys.stderr, flush=True)
+                env = self._environment(build, buildspec, place.directory)
                 for phase in PHASES:
                     commands = (buildspec.get("phases", {}).get(phase) or {}).get("commands") or []
                     # CodeBuild: a failed build phase still runs post_build; a failed install or
                     # pre_build ends the build.
                     if not commands or (status != "SUCCEEDED" and phase != "post_build"):
                         continue
-                    phase_status = self._run_phase(build, phase, commands, directory, env, log, deadline)
+                    phase_status = self._run_phase(build, place, phase, commands, env, log, deadline)
                     if phase_status != "SUCCEEDED" and status == "SUCCEEDED":
                         status = phase_status
                     if phase_status in ("TIMED_OUT", "STOPPED"):
                         break
-            build.log_tail = _tail(log_path)
+                log.flush()
+                build.log_tail = _tail(place.log_path)
+        except SandboxError as error:
+            build.log_tail += f"\n[Container] the build's sandbox failed: {error}\n"
+            status = "FAILED"
         finally:
-            shutil.rmtree(directory, ignore_errors=True)
-            log_path.unlink(missing_ok=True)
             build.record.update(buildStatus="STOPPED" if build.stopped else status, currentPhase="COMPLETED",
                                 endTime=iso_8601_datetime_with_milliseconds(), buildComplete=True)
             build.done.set()
+
+    @contextmanager
+    def _place(self, build: LocalBuild) -> Iterator[_Place]:
+        if self.unsafe:
+            directory = Path(tempfile.mkdtemp(prefix="build-", dir=self.work_root))
+            try:
+                yield _Unsandboxed(directory, self.limits)
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+                directory.with_suffix(".log").unlink(missing_ok=True)
+            return
+        problem = sandbox_problem()
+        if problem:
+            raise SandboxError(problem)
+        room = BuildRoom(Path(tempfile.mkdtemp(prefix="build-", dir=self.work_root)), self.limits.disk_bytes)
+        try:
+            yield _Sandboxed(self, room)
+        finally:
+            room.close()
 
     def _environment(self, build: LocalBuild, buildspec: dict[str, Any], directory: Path) -> dict[str, str]:
         host = getattr(os.environ, "process_env", os.environ)  # not a function's invocation view
@@ -203,7 +273,7 @@ class LocalCodeBuild:
         env.update(CODEBUILD_BUILD_ID=build.build_id, CODEBUILD_SRC_DIR=str(directory))
         return env
 
-    def _run_phase(self, build: LocalBuild, phase: str, commands: list[str], directory: Path,
+    def _run_phase(self, build: LocalBuild, place: _Place, phase: str, commands: list[str],
                    env: dict[str, str], log: Any, deadline: float) -> str:
         build.record["currentPhase"] = phase.upper()
         started = iso_8601_datetime_with_milliseconds()
@@ -212,16 +282,15 @@ class LocalCodeBuild:
         script = "set -e\n" + "\n".join(commands) + "\n"
         if build.stopped:
             return "STOPPED"
-        build.process = subprocess.Popen(
-            [*self.limits.prlimit(), "bash", "-c", script], cwd=directory, env=env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            exit_code = build.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            status = "STOPPED" if build.stopped else ("SUCCEEDED" if exit_code == 0 else "FAILED")
-        except subprocess.TimeoutExpired:
-            status = "TIMED_OUT"
-        finally:
-            _end_process_tree(build.process)
+        with place.phase(phase, env) as mounts:
+            build.process = place.start(script, env, mounts, log)
+            try:
+                exit_code = build.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                status = "STOPPED" if build.stopped else ("SUCCEEDED" if exit_code == 0 else "FAILED")
+            except subprocess.TimeoutExpired:
+                status = "TIMED_OUT"
+            finally:
+                build.process.kill()
         log.write(f"[Container] Phase {phase.upper()} {status}\n".encode())
         build.record["phases"].append({"phaseType": phase.upper(), "phaseStatus": status, "startTime": started,
                                        "endTime": iso_8601_datetime_with_milliseconds()})
@@ -230,7 +299,141 @@ class LocalCodeBuild:
     def _stop(self, build: LocalBuild) -> None:
         build.stopped = True
         if build.process is not None:
-            _end_process_tree(build.process)
+            build.process.kill()
+
+    def _install_lock(self, venv: str) -> threading.Lock:
+        with self._lock:
+            return self._installing.setdefault(venv, threading.Lock())
+
+
+class _Phase:
+    """A running phase, sandboxed or not: waited for, and killed with everything it started."""
+
+    def wait(self, timeout: float) -> int:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+
+class _Place:
+    """Where a build's phases run: its directory, its log, and how a phase is started."""
+    directory: Path
+    log_path: Path
+
+    @contextmanager
+    def phase(self, phase: str, env: dict[str, str]) -> Iterator[list[Mount]]:
+        yield []
+
+    def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
+        raise NotImplementedError
+
+
+class _SubprocessPhase(_Phase):
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        _end_process_tree(self.process)
+
+
+class _Unsandboxed(_Place):
+    """--unsafe-local-builds: serve's user, this machine's filesystem and network, a process-tree kill."""
+
+    def __init__(self, directory: Path, limits: SandboxLimits) -> None:
+        self.directory, self.log_path, self.limits = directory, directory.with_suffix(".log"), limits
+
+    def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
+        return _SubprocessPhase(subprocess.Popen(
+            [*self.limits.prlimit(), "bash", "-c", script], cwd=self.directory, env=env, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+
+
+class _SandboxedPhase(_Phase):
+    def __init__(self, sandboxed: SandboxedProcess) -> None:
+        self.sandboxed = sandboxed
+
+    def wait(self, timeout: float) -> int:
+        return self.sandboxed.wait(timeout)
+
+    def kill(self) -> None:
+        self.sandboxed.kill()
+
+
+class _Sandboxed(_Place):
+    def __init__(self, runner: LocalCodeBuild, room: BuildRoom) -> None:
+        self.runner, self.room = runner, room
+        self.directory = room.source
+        # In the room: bounded by its size, and out of the build's sight (only src is bound).
+        self.log_path = room.host_view(room.path / "build.log")
+        home = Path.home()
+        hidden = tuple(path for path in (local_credentials_dir(),) if path.exists())
+        self.spec = SandboxSpec(room=room, home=home, hidden=hidden,
+                                toolchain=tuple(toolchain_mounts(os.environ.get("PATH", ""), home)),
+                                tmp_bytes=runner.limits.tmp_bytes, rlimits=tuple(runner.limits.options()))
+        self.venvs = runner.cache_dir / "venvs"
+
+    @contextmanager
+    def phase(self, phase: str, env: dict[str, str]) -> Iterator[list[Mount]]:
+        """The cache as the phase sees it: the build's own scratch at the cache's path (package
+        managers' downloads), the shared virtualenvs over it read-only, and, for the install phase
+        on a miss, the one entry its inputs name, writable. The entry is kept only if the install
+        marked it installed; then it is made root's, so no later build's uid can change it."""
+        self.venvs.mkdir(parents=True, exist_ok=True)
+        cache = Path(env[CACHE_VARIABLE])
+        mounts = [Mount(self.room.cache, cache, writable=True), Mount(self.venvs, cache / "venvs", writable=False)]
+        venv = self._venv_name(env) if phase == INSTALL_PHASE else None
+        if venv is None:
+            yield mounts
+            return
+        with self.runner._install_lock(venv):
+            entry = self.venvs / venv
+            if (entry / build_driver.INSTALLED_MARKER).exists():
+                yield mounts
+                return
+            shutil.rmtree(entry, ignore_errors=True)  # what a failed or killed install left
+            entry.mkdir()
+            os.chown(entry, BUILD_UID, BUILD_UID)
+            try:
+                yield [*mounts, Mount(entry, cache / "venvs" / venv, writable=True)]
+            finally:
+                if (entry / build_driver.INSTALLED_MARKER).exists():
+                    _make_root_owned(entry)
+                else:
+                    shutil.rmtree(entry, ignore_errors=True)
+
+    def _venv_name(self, env: dict[str, str]) -> str | None:
+        """Asked of the driver before any of the repository's commands ran (only the input's
+        extraction has), in a sandbox without a network or a cache."""
+        process = SandboxedProcess(self.spec, f"exec python3 {DRIVER_FILE} cache-key", env, [],
+                                   forwarded_port=None, network=False, stdout=subprocess.PIPE)
+        try:
+            assert process.process.stdout is not None
+            answer = process.process.stdout.read(256).decode(errors="replace").strip()
+            process.wait(CACHE_KEY_TIMEOUT_S)
+        finally:
+            process.kill()
+            if process.process.stdout is not None:
+                process.process.stdout.close()
+        if not answer:
+            return None
+        if not VENV_NAME.fullmatch(answer):
+            raise SandboxError(f"the driver named no cache entry: {answer[:100]!r}")
+        return answer
+
+    def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
+        return _SandboxedPhase(SandboxedProcess(self.spec, script, env, mounts, self.runner.forwarded_port,
+                                                network=True, stdout=log))
+
+
+def _make_root_owned(tree: Path) -> None:
+    for directory, names, files in os.walk(tree):
+        os.chown(directory, 0, 0, follow_symlinks=False)
+        for name in names + files:
+            os.chown(Path(directory) / name, 0, 0, follow_symlinks=False)
 
 
 def _end_process_tree(process: subprocess.Popen[bytes]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.credentials import Credentials
@@ -91,7 +92,8 @@ def moto_config(bedrock_profile: str | None) -> dict[str, Any]:
 class LocalRuntime:
     def __init__(self, assembly: Path | None = None, workspace_root: Path | None = None,
                  extra_environment: dict[str, str] | None = None, build_cache: Path | None = None,
-                 repository_roots: tuple[Path, ...] | None = None, context: dict[str, str] | None = None) -> None:
+                 repository_roots: tuple[Path, ...] | None = None, context: dict[str, str] | None = None,
+                 unsafe_local_builds: bool = False) -> None:
         """`repository_roots`: where local repositories may lie (default: default_repository_roots())."""
         self._assembly = assembly
         self._context = dict(context or {})
@@ -106,8 +108,9 @@ class LocalRuntime:
         self.stack: DeployedStack | None = None
         self.crashes = CrashSwitchboard()
         self.github = LocalGitHub(LOCAL_GITHUB_TOKEN)
+        # unsafe_local_builds: serve's --unsafe-local-builds, builds without the sandbox.
         self.codebuild = LocalCodeBuild(Path(tempfile.gettempdir()) / "agentledger-builds",
-                                        build_cache or default_build_cache())
+                                        build_cache or default_build_cache(), unsafe=unsafe_local_builds)
         # An S3 endpoint on loopback in front of moto's in-process S3: artifact links and the test
         # builds' presigned input and output work from curl and from the build sandbox.
         self.s3_endpoint: LocalS3Endpoint | None = None
@@ -144,6 +147,8 @@ class LocalRuntime:
             undo.callback(self.codebuild.install(self._is_test_build_project))
             self.s3_endpoint = LocalS3Endpoint(self.client("s3"), FUNCTION_CREDENTIALS, REGION).start()
             undo.callback(self.s3_endpoint.stop)
+            # The one port of this machine a sandboxed build may reach.
+            self.codebuild.forward_port(urlsplit(self.s3_endpoint.url).port or 0)
             self.stack = deploy(assembly, REGION)
             self.github.start()
             undo.callback(self.github.stop)

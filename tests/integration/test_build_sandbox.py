@@ -10,6 +10,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import boto3
 import pytest
@@ -92,6 +93,7 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     with mock_aws():
         endpoint = LocalS3Endpoint(boto3.client("s3", region_name=REGION), LINK_CREDENTIALS, REGION).start()
         local = LocalCodeBuild(tmp_path / "builds", tmp_path / "cache", SandboxLimits(cpu_seconds=120))
+        local.forward_port(urlsplit(endpoint.url).port or 0)
         project = f"agentledger-test-builds-{uuid.uuid4().hex[:12]}"
         undo = local.install(lambda name: name == project)
         box = Sandbox(endpoint, local, project)
@@ -203,11 +205,12 @@ def _wheel(wheelhouse: Path, name: str, version: str, module_source: str) -> Pat
 
 def test_a_python_repository_runs_on_its_own_dependencies_cached_by_their_digest(sandbox: Sandbox,
                                                                                  tmp_path: Path) -> None:
-    wheelhouse = tmp_path / "wheelhouse"
-    _wheel(wheelhouse, "onlyhere", "1.0", "ANSWER = 42\n")
+    repo = tmp_path / "repo"
+    # In the repository: the sandbox sees nothing of this machine's /tmp. pip reads the relative
+    # path from the install's working directory, the repository.
+    _wheel(repo / "wheelhouse", "onlyhere", "1.0", "ANSWER = 42\n")
     with pytest.raises(ImportError):
         __import__("onlyhere")  # agentledger's own environment does not have it
-    repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "requirements.txt").write_text("onlyhere==1.0\n")
     (repo / "tests" / "test_dependency.py").write_text(
@@ -217,7 +220,7 @@ def test_a_python_repository_runs_on_its_own_dependencies_cached_by_their_digest
         "    def test_own_venv(self):\n        self.assertNotEqual(sys.prefix, sys.base_prefix)\n")
     (repo / "agentledger.toml").write_text(
         'test = "python -m unittest discover -s tests -v"\n'
-        f'[env]\nPIP_NO_INDEX = "1"\nPIP_FIND_LINKS = "{wheelhouse}"\n')
+        '[env]\nPIP_NO_INDEX = "1"\nPIP_FIND_LINKS = "wheelhouse"\n')
 
     first, second = sandbox.run(repo), sandbox.run(repo)
 

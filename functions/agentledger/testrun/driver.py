@@ -1,7 +1,12 @@
 """The test run's driver: runs inside the build, on the repository under test.
 
-    python3 agentledger/driver.py run      install, test, collect results into agentledger/results/
-    python3 agentledger/driver.py upload   POST agentledger/results/ as a tarball to the output grant
+    python3 agentledger/driver.py install    install the dependencies (into the cached venv on a miss)
+    python3 agentledger/driver.py test       run the tests, collect results into agentledger/results/
+    python3 agentledger/driver.py upload     POST agentledger/results/ as a tarball to the output grant
+    python3 agentledger/driver.py cache-key  print the name of the venv the install would use, if any
+
+Install and test are two commands, run in two phases of the build, so that a host that can (the
+local sandbox) gives the install a writable cache entry and the tests a read-only cache.
 
 It is copied into the build on its own, so it uses the standard library only and stays valid on
 Python 3.9. The repository is untrusted: its install and test commands get an environment built
@@ -10,6 +15,7 @@ from outside the repository.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import hashlib
@@ -46,11 +52,13 @@ OUTPUT_ARCHIVE_LIMIT_BYTES = 32 << 20
 
 # The driver's own files, outside the results so that only what is meant to leave is uploaded.
 RAW_OUTPUT_FILE = "agentledger/output.log"
+INSTALL_RESULT_FILE = "agentledger/install.json"  # what `install` did, for `test`
 OUTPUT_ARCHIVE = "agentledger/output.tar.gz"
 
 INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 DEFAULT_CACHE_ROOT = "~/.cache/agentledger"
-PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+PR_SET_CHILD_SUBREAPER = 36
 INSTALLED_MARKER = ".agentledger-installed"
 VENV_KEY_LENGTH = 24
 
@@ -204,17 +212,19 @@ def seconds_since(started: float) -> float:
 
 
 def kill_group(group: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def become_subreaper() -> None:
     """What a command detaches (double fork, setsid) is re-parented to this driver instead of
-    init, so it is still found among the driver's descendants and killed."""
+    init, so it is still found among the driver's descendants and killed. And the driver is not
+    dumpable: the commands run as its user, and its /proc files (the environment, with the build's
+    grants) become readable by root only."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the process group kill is what remains
 
@@ -254,10 +264,8 @@ def kill_tree(root: int, include_root: bool = True) -> None:
 
 
 def signal_quietly(pid: int, number: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, number)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def reap_orphans() -> None:
@@ -333,8 +341,11 @@ def install_into_venv(workspace: Workspace, venv: Path) -> InstallResult:
     """Two builds may share the cache: the lock makes one install while the other waits, then
     finds the marker."""
     started = time.monotonic()
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{venv}.lock", "a") as lock:
+    # The lock lies outside the venvs' directory, which a host may mount read-only but for this
+    # build's own entry.
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{venv.name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (venv / INSTALLED_MARKER).exists():
             say(f"dependencies cached (venv {venv.name}), not installing")
@@ -380,7 +391,11 @@ def install_result(commands: int, outcome: Outcome | None, started: float,
 
 
 def venv_path(config: Config, repository: Path) -> Path:
-    return cache_root() / "venvs" / cache_key(config, repository)[:VENV_KEY_LENGTH]
+    return cache_root() / "venvs" / venv_name(config, repository)
+
+
+def venv_name(config: Config, repository: Path) -> str:
+    return cache_key(config, repository)[:VENV_KEY_LENGTH]
 
 
 def cache_root() -> Path:
@@ -519,7 +534,7 @@ def write_result(results: Path, install: InstallResult, test: Outcome | None, co
 
 # --- commands ----------------------------------------------------------------------------------
 
-def run() -> int:
+def run_install() -> int:
     become_subreaper()
     root = Path.cwd()
     config = load_config(root / CONFIG_FILE)
@@ -530,19 +545,46 @@ def run() -> int:
 
     venv = venv_path(config, workspace.repository) if config.virtualenv else None
     if venv is not None:
-        install = install_into_venv(workspace, venv)
+        result = install_into_venv(workspace, venv)
     else:
         say("installing (no cache)" if config.install else "nothing to install")
-        install = install_without_cache(workspace)
-    test = run_tests(workspace, venv) if install.succeeded else None
-    if test is None:
+        result = install_without_cache(workspace)
+    (root / INSTALL_RESULT_FILE).write_text(json.dumps(asdict(result)) + "\n", encoding="utf-8")
+    say(f"wrote {INSTALL_RESULT_FILE}")
+    return 0
+
+
+def run_suite() -> int:
+    become_subreaper()
+    root = Path.cwd()
+    config = load_config(root / CONFIG_FILE)
+    results = root / RESULTS_DIR
+    workspace = Workspace(root=root, config=config, environment=command_environment(config, results))
+    install_result = load_install_result(root / INSTALL_RESULT_FILE)
+    venv = venv_path(config, workspace.repository) if config.virtualenv else None
+    outcome = run_tests(workspace, venv) if install_result.succeeded else None
+    if outcome is None:
         say("install failed, not running the tests")
 
     junit_files = collect_junit(workspace)
     say(f"collected {len(junit_files)} JUnit file(s)")
     write_output_tail(workspace.log, results / OUTPUT_FILE)
-    write_result(results, install, test, config.test, junit_files)
+    write_result(results, install_result, outcome, config.test, junit_files)
     say(f"wrote {RESULTS_DIR}/{RESULT_FILE}")
+    return 0
+
+
+def load_install_result(path: Path) -> InstallResult:
+    try:
+        return InstallResult(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as error:
+        raise DriverError(f"cannot read {INSTALL_RESULT_FILE} (did `install` run?): {error}") from error
+
+
+def print_cache_key() -> int:
+    config = load_config(Path.cwd() / CONFIG_FILE)
+    if config.virtualenv:
+        print(venv_name(config, Path.cwd() / REPOSITORY_DIR))
     return 0
 
 
@@ -631,7 +673,7 @@ def post(url: str, body: bytes, boundary: str) -> int:
         raise TransientUploadError(f"upload failed: {error}") from error
 
 
-COMMANDS = {"run": run, "upload": upload}
+COMMANDS = {"install": run_install, "test": run_suite, "upload": upload, "cache-key": print_cache_key}
 
 
 def main(argv: list[str]) -> int:

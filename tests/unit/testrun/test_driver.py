@@ -25,10 +25,18 @@ def build_dir(tmp_path: Path, **config: object) -> Path:
     return root
 
 
-def run_driver(root: Path, command: str = "run", **env: str) -> subprocess.CompletedProcess[str]:
+def run_driver(root: Path, command: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """The driver's `command`; by default the two the buildspec runs in turn, install and test
+    (the second only when the first succeeded)."""
     environment = {"PATH": os.environ["PATH"], "HOME": str(root), **env}
-    return subprocess.run([sys.executable, str(DRIVER), command], cwd=root, env=environment,
-                          capture_output=True, text=True, timeout=60, check=False)
+    finished = None
+    for step in [command] if command else ["install", "test"]:
+        finished = subprocess.run([sys.executable, str(DRIVER), step], cwd=root, env=environment,
+                                  capture_output=True, text=True, timeout=60, check=False)
+        if finished.returncode != 0:
+            break
+    assert finished is not None
+    return finished
 
 
 def result(root: Path) -> dict:
@@ -161,3 +169,22 @@ def test_the_venv_cache_key_follows_the_dependency_files(tmp_path: Path) -> None
     assert driver.cache_key(config, repository) == first
     (repository / "requirements.txt").write_text("glom==24.11.0\n")
     assert driver.cache_key(config, repository) != first
+
+
+def test_cache_key_names_the_venv_install_uses_and_nothing_without_a_virtualenv(tmp_path: Path) -> None:
+    root = build_dir(tmp_path, virtualenv=True, cache_key_files=["requirements.txt"])
+    (root / driver.REPOSITORY_DIR / "requirements.txt").write_text("glom==23.5.0\n")
+    named = run_driver(root, "cache-key")
+    assert named.returncode == 0, named.stderr
+    config = driver.load_config(root / driver.CONFIG_FILE)
+    assert named.stdout == driver.venv_name(config, root / driver.REPOSITORY_DIR) + "\n"
+
+    plain = build_dir(tmp_path / "plain")
+    assert run_driver(plain, "cache-key").stdout == ""
+
+
+def test_the_tests_need_the_installs_record(tmp_path: Path) -> None:
+    root = build_dir(tmp_path)
+    finished = run_driver(root, "test")
+    assert finished.returncode == 1
+    assert "did `install` run?" in finished.stderr

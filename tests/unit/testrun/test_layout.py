@@ -25,6 +25,7 @@ def test_the_driver_keeps_its_own_files_outside_what_is_uploaded() -> None:
 
 def test_the_buildspec_runs_the_driver_it_ships() -> None:
     phases = layout.BUILDSPEC["phases"]
-    assert phases["build"]["commands"] == [f"python3 {layout.DRIVER_FILE} run"]
+    assert phases["pre_build"]["commands"] == [f"python3 {layout.DRIVER_FILE} install"]
+    assert phases["build"]["commands"] == [f"python3 {layout.DRIVER_FILE} test"]
     assert phases["post_build"]["commands"] == [f"python3 {layout.DRIVER_FILE} upload"]
     assert layout.BUILDSPEC["env"]["variables"][layout.CACHE_VARIABLE] == layout.CACHE_PATH_ON_CODEBUILD

@@ -1,0 +1,296 @@
+"""The local test build's sandbox: bubblewrap namespaces, a size-capped build directory, and a
+network that reaches the package index and one loopback port (the S3 endpoint), nothing else.
+
+Each phase of a build runs as `nsenter (the room's mount namespace) bwrap ... setpriv (uid
+65534) prlimit ... bash -c SCRIPT`:
+- the room: a tmpfs of `disk_bytes`, mounted in a mount namespace of its own held by one sleeping
+  process, so the build directory lasts from phase to phase, bounds every byte written into it,
+  and is gone (memory freed) when that process dies, whatever killed the build;
+- bwrap as root, without a user namespace: new pid, mount, IPC, UTS and network namespaces; the
+  host's root read-only; private /tmp, /dev/shm and home (tmpfs, size-capped); the real home
+  hidden but for the toolchain on PATH, re-bound read-only; the build directory (and the cache
+  mounts the caller names) the only writable paths; then setpriv drops to uid/gid 65534 with no
+  capabilities and no_new_privs. Without a user namespace uid 65534 is the real uid 65534 (inside
+  a user namespace root would map it to root outside, the owner of every root file it can see);
+- the pid namespace ends with its first process (bwrap's, killed with its parent), so nothing
+  the build forked, daemons included, outlives the phase; the caller waits until the namespace
+  holds no process before it goes on;
+- pasta, attached to the phase's network namespace: outbound connections go out through the
+  host's stack (the package index), the gateway is not mapped to the host, and the one port
+  forwarded from the namespace's loopback to the host's is the S3 endpoint's (-T PORT), every
+  other host port (-t/-u/-U none, and -T is not `auto`) is not.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+BUILD_UID = 65534  # nobody: owns nothing on the host
+REQUIRED_TOOLS = ("bwrap", "pasta", "nsenter", "unshare", "setpriv", "prlimit")
+INSTALL_HINT = ("install bubblewrap and passt as root (`sudo apt-get install -y bubblewrap passt`, or `make "
+                "install` run as root) and run `agentledger serve` as root, or pass --unsafe-local-builds to run "
+                "builds without a sandbox")
+NAMESPACE_EMPTY_TIMEOUT_S = 10.0
+SANDBOX_HOSTNAME = "agentledger-build"
+# What the sandbox's files are made with, whatever serve's own umask.
+SANDBOX_UMASK = 0o022
+# The room: a tmpfs for the build directory and the build's log, chowned for the build's uid.
+_ROOM_SCRIPT = (
+    'mount -t tmpfs -o "size=$2,mode=0755" agentledger-build "$1" && mkdir "$1/src" "$1/cache" && '
+    f'chown {BUILD_UID}:{BUILD_UID} "$1/src" "$1/cache" && echo ready && exec sleep 2147483647'
+)
+
+
+class SandboxError(Exception):
+    """The sandbox could not be set up (as opposed to the build failing in it)."""
+
+
+def sandbox_problem() -> str | None:
+    """Why builds cannot run sandboxed on this machine, or None when they can."""
+    missing = [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+    if missing:
+        return f"the local build sandbox needs {', '.join(missing)}: {INSTALL_HINT}"
+    if os.geteuid() != 0:
+        return ("the local build sandbox needs root (to run builds as uid 65534, to mount their size-capped "
+                f"directory and to give them a network of their own): {INSTALL_HINT}")
+    return None
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: Path
+    target: Path
+    writable: bool
+
+    def arguments(self) -> list[str]:
+        return ["--bind" if self.writable else "--ro-bind", str(self.source), str(self.target)]
+
+
+class BuildRoom:
+    """The build's directory: `path/src` (the build's working directory) and `path/cache` (its
+    private package-manager caches) on a tmpfs of `size_bytes` that only the sandbox's phases and
+    this process (through /proc/PID/root) can see. The mount point stays empty on the host."""
+
+    def __init__(self, path: Path, size_bytes: int) -> None:
+        self.path = path  # an empty directory of this process's, the tmpfs's mount point
+        # setpriv --pdeathsig: the holder dies with this process, and the tmpfs with the holder.
+        self._holder = subprocess.Popen(
+            ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--mount", "--propagation", "private", "--",
+             "sh", "-c", _ROOM_SCRIPT, "sh", str(path), str(size_bytes)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self._holder.stdout is not None
+        if self._holder.stdout.readline() != b"ready\n":
+            error = self._holder.stderr.read().decode(errors="replace") if self._holder.stderr else ""
+            self.close()
+            raise SandboxError(f"cannot mount the build's directory: {error.strip()}")
+
+    @property
+    def source(self) -> Path:
+        return self.path / "src"
+
+    @property
+    def cache(self) -> Path:
+        return self.path / "cache"
+
+    @property
+    def mount_namespace(self) -> str:
+        return f"/proc/{self._holder.pid}/ns/mnt"
+
+    def host_view(self, inside: Path) -> Path:
+        """The path, inside the room, as this process reaches it."""
+        return Path(f"/proc/{self._holder.pid}/root") / inside.relative_to("/")
+
+    def close(self) -> None:
+        if self._holder.poll() is None:
+            self._holder.kill()
+        self._holder.wait()
+        for stream in (self._holder.stdout, self._holder.stderr):
+            if stream is not None:
+                stream.close()
+        self.path.rmdir()
+
+
+def toolchain_mounts(path_variable: str, home: Path) -> list[Mount]:
+    """PATH's directories under the hidden home, re-bound read-only at the top directory that
+    holds each (`~/.pyenv` for `~/.pyenv/shims`): the interpreters, not the rest of the home."""
+    tops: list[Path] = []
+    for entry in path_variable.split(os.pathsep):
+        directory = Path(entry)
+        if directory.is_absolute() and directory.is_relative_to(home) and directory != home:
+            top = home / directory.relative_to(home).parts[0]
+            if top.is_dir() and top not in tops:
+                tops.append(top)
+    return [Mount(top, top, writable=False) for top in tops]
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Everything a phase's sandbox is made of besides its command."""
+    room: BuildRoom
+    home: Path  # hidden
+    hidden: tuple[Path, ...]  # also hidden (serve's credentials directory)
+    toolchain: tuple[Mount, ...]
+    tmp_bytes: int
+    rlimits: tuple[str, ...]  # prlimit's options
+
+
+class SandboxedProcess:
+    """One phase's sandbox, started: its process (bwrap), and pasta when it has a network."""
+
+    def __init__(self, spec: SandboxSpec, script: str, environment: dict[str, str], mounts: Sequence[Mount],
+                 forwarded_port: int | None, network: bool, stdout: IO[bytes] | int) -> None:
+        info_read, info_write = os.pipe()
+        block_read, block_write = os.pipe()
+        argv = ["nsenter", f"--mount={spec.room.mount_namespace}", "--",
+                *_bwrap_arguments(spec, mounts, info_write, block_read),
+                "setpriv", f"--reuid={BUILD_UID}", f"--regid={BUILD_UID}", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all", "--",
+                "prlimit", *spec.rlimits, "--", "bash", "-c", script]
+        self.pasta: subprocess.Popen[bytes] | None = None
+        self.pid_namespace: str | None = None
+        # The environment reaches the command by inheritance, never as arguments: bwrap's
+        # command line is readable in the namespace (/proc/1/cmdline), its environment is not.
+        self.process = subprocess.Popen(argv, env=environment, stdin=subprocess.DEVNULL, stdout=stdout,
+                                        stderr=subprocess.STDOUT, pass_fds=(info_write, block_read),
+                                        start_new_session=True, umask=SANDBOX_UMASK)
+        os.close(info_write)
+        os.close(block_read)
+        try:
+            info = _read_info(info_read)
+            self.pid_namespace = f"pid:[{info['pid-namespace']}]"
+            if network:
+                self.pasta = _attach_pasta(int(info["child-pid"]), forwarded_port)
+            os.write(block_write, b"go")  # the command starts once its network is there
+        except (OSError, ValueError, KeyError, SandboxError):
+            self.kill()
+            raise
+        finally:
+            os.close(info_read)
+            os.close(block_write)
+
+    def wait(self, timeout_s: float) -> int:
+        return self.process.wait(timeout=timeout_s)
+
+    def kill(self) -> None:
+        """bwrap dies, its namespace's first process with it (--die-with-parent), and the kernel
+        kills the rest of the namespace; then pasta goes."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        if self.pid_namespace is not None:
+            _wait_until_empty(self.pid_namespace)
+        if self.pasta is not None:
+            if self.pasta.poll() is None:
+                self.pasta.kill()
+            self.pasta.wait()
+
+
+def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, block_fd: int) -> list[str]:
+    tmp = str(spec.tmp_bytes)
+    private = (Path("/tmp"), spec.home, *spec.hidden)
+    arguments = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm"]
+    for directory in private:
+        arguments += ["--perms", "1777", "--size", tmp, "--tmpfs", str(directory)]
+    every = (*spec.toolchain, Mount(spec.room.source, spec.room.source, writable=True), *mounts)
+    for mount in every:
+        arguments += _parents(mount.target, private)
+        arguments += mount.arguments()
+    return [*arguments,
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+            "--hostname", SANDBOX_HOSTNAME, "--die-with-parent", "--new-session", "--chdir", str(spec.room.source),
+            # setpriv needs these two to become uid 65534; it drops every capability as it does.
+            "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+            "--info-fd", str(info_fd), "--block-fd", str(block_fd), "--"]
+
+
+def _parents(target: Path, private: Sequence[Path]) -> list[str]:
+    """The directories between a private tmpfs and a mount point in it, made traversable: bwrap
+    would make them 0700 root's, which uid 65534 cannot enter."""
+    base = next((directory for directory in private if target.is_relative_to(directory)), None)
+    if base is None:
+        return []
+    arguments: list[str] = []
+    for parent in reversed(target.parents):
+        if parent.is_relative_to(base) and parent != base:
+            arguments += ["--perms", "0755", "--dir", str(parent)]
+    return arguments
+
+
+def _read_info(descriptor: int) -> dict[str, object]:
+    data = b""
+    while True:
+        chunk = os.read(descriptor, 4096)
+        if not chunk:
+            raise SandboxError(f"bwrap did not start the sandbox: {data.decode(errors='replace')}")
+        data += chunk
+        try:
+            return json.loads(data)
+        except ValueError:
+            continue
+
+
+def _attach_pasta(child_pid: int, forwarded_port: int | None) -> subprocess.Popen[bytes]:
+    """pasta in the foreground on the sandbox's network namespace; its pid file (a pipe) is
+    written once the interface is configured, which is when the command may start."""
+    namespace = os.open(f"/proc/{child_pid}/ns/net", os.O_RDONLY)
+    ready_read, ready_write = os.pipe()
+    try:
+        pasta = subprocess.Popen(
+            ["pasta", "--foreground", "--quiet", "--runas", "0", "--config-net", "--no-map-gw",
+             "--tcp-ports", "none", "--udp-ports", "none", "--udp-ns", "none",
+             "--tcp-ns", str(forwarded_port) if forwarded_port else "none",
+             "--pid", f"/proc/self/fd/{ready_write}",
+             "--netns", f"/proc/self/fd/{namespace}", "--netns-only"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            pass_fds=(namespace, ready_write))
+    finally:
+        os.close(namespace)
+        os.close(ready_write)
+    try:
+        ready = os.read(ready_read, 64)
+    finally:
+        os.close(ready_read)
+    if not ready:
+        pasta.kill()
+        pasta.wait()
+        error = pasta.stderr.read().decode(errors="replace") if pasta.stderr else ""
+        raise SandboxError(f"pasta did not give the build a network: {error.strip()[-300:]}")
+    return pasta
+
+
+def _wait_until_empty(pid_namespace: str) -> None:
+    """The kernel kills a pid namespace's processes when its first one dies, but not at once:
+    wait (killing stragglers) until /proc shows none in it."""
+    deadline = time.monotonic() + NAMESPACE_EMPTY_TIMEOUT_S
+    while True:
+        left = processes_in(pid_namespace)
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise SandboxError(f"processes {left} of {pid_namespace} outlived their namespace")
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def processes_in(pid_namespace: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == pid_namespace:
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # gone meanwhile
+    return found
