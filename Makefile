@@ -9,9 +9,24 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: install test test-unit test-integration synth demo bench agent-report serve clean
+.PHONY: install sandbox-tools test test-unit test-integration synth demo bench agent-report serve clean
 
-install: $(STAMP)
+install: $(STAMP) sandbox-tools
+
+# The local test builds' sandbox (infra/local/sandbox.py): bubblewrap and pasta (Debian's passt),
+# installed with apt when missing and this is root; otherwise what to do is said, and serve
+# refuses to run builds until it is done (or is given --unsafe-local-builds).
+sandbox-tools:
+	@if command -v bwrap >/dev/null && command -v pasta >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing the build sandbox's tools (bubblewrap, passt)..."; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap passt >/dev/null \
+	    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap passt >/dev/null; }; } \
+	    || echo "agentledger: could not install bubblewrap and passt; local test builds will not run until they are"; \
+	else \
+	  echo "agentledger: local test builds need bubblewrap and passt: run 'sudo apt-get install -y bubblewrap passt'" \
+	       "(and serve as root), or start serve with --unsafe-local-builds"; \
+	fi
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "agentledger needs Python 3.11 or newer (set PYTHON=...)")'

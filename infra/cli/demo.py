@@ -63,12 +63,12 @@ def _approve(client: ApiClient, document: dict[str, Any]) -> dict[str, Any]:
     return response
 
 
-def run_demo(workdir: Path, port: int) -> dict[str, Any]:
+def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dict[str, Any]:
     started = time.monotonic()
     repository = Path(shutil.copytree(SAMPLE_REPOSITORY, workdir / "textkit"))
     print(f"agentledger demo: sample repository at {repository}", flush=True)
     print("agentledger demo: starting the local stack (moto + the synthesized CDK app)...", flush=True)
-    runtime = LocalRuntime(workspace_root=workdir / "workspaces").start()
+    runtime = LocalRuntime(workspace_root=workdir / "workspaces", unsafe_local_builds=unsafe_local_builds).start()
     # No review keeper here: the demo shows the API refusing a stale approval itself.
     server = LocalApiServer(runtime, port, keeper_interval_s=0).start()
     # Two people, each known to the API only by the signature on their requests.
@@ -160,7 +160,7 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
 def main(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="agentledger-demo-"))
     try:
-        summary = run_demo(workdir, args.port)
+        summary = run_demo(workdir, args.port, args.unsafe_local_builds)
     finally:
         if args.keep:
             print(f"agentledger demo: kept {workdir}", file=sys.stderr)

@@ -93,8 +93,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if _context(args.context).get("planner") == "bedrock" and not profile:
         raise CliError(f"-c planner=bedrock calls the real Bedrock service: set {BEDROCK_PROFILE_VARIABLE} to an AWS "
                        "profile with access to the model (without it, the default planner keeps everything offline)")
+    _check_build_sandbox(args.unsafe_local_builds)
     runtime = LocalRuntime(repository_roots=_repository_roots(args.allow_root), context=_context(args.context),
-                           extra_environment={BEDROCK_PROFILE_VARIABLE: profile} if profile else None)
+                           extra_environment={BEDROCK_PROFILE_VARIABLE: profile} if profile else None,
+                           unsafe_local_builds=args.unsafe_local_builds)
     try:
         # Bound before the stack starts, so a busy port fails in a moment, not after the deploy.
         server = LocalApiServer(runtime, args.port, args.keeper_interval)
@@ -122,6 +124,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.stop()
         runtime.stop()
     return 0
+
+
+def _check_build_sandbox(unsafe: bool) -> None:
+    """Builds run the code under test: without the sandbox they run only when asked to, loudly."""
+    from infra.local.sandbox import sandbox_problem  # noqa: PLC0415
+
+    if unsafe:
+        print("agentledger: UNSAFE: --unsafe-local-builds: test builds run without a sandbox, as this user, with "
+              "this machine's files, processes and ports in reach", file=sys.stderr, flush=True)
+        return
+    problem = sandbox_problem()
+    if problem:
+        raise CliError(f"refusing to run test builds: {problem}")
 
 
 def _context(given: list[str] | None) -> dict[str, str]:
@@ -342,6 +357,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _require_local_extra("demo")
     from infra.cli import demo  # noqa: PLC0415 — starts the whole local stack; loaded only for this command
 
+    _check_build_sandbox(args.unsafe_local_builds)
     return demo.main(args)
 
 
@@ -401,6 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("-c", "--context", action="append", metavar="KEY=VALUE",
                        help="a CDK context value for the local stack, exactly as `cdk deploy -c` takes it "
                             "(the README's configuration table); repeatable")
+    serve.add_argument("--unsafe-local-builds", action="store_true",
+                       help="run test builds without the sandbox (bubblewrap and pasta): the code under test runs "
+                            "as you, with this machine's files, processes and ports in reach; said on every build")
     serve.add_argument("--allow-root", action="append", metavar="DIR",
                        help="a directory under which local repositories may lie; repeatable (default: your "
                             "home directory and the temporary directory)")
@@ -456,6 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = command("demo", cmd_demo, "start the local stack and walk through interrupted and resumed runs")
     demo.add_argument("--keep", action="store_true", help="keep the sample repository")
     demo.add_argument("--port", type=int, default=0, help="API port (default: a free port)")
+    demo.add_argument("--unsafe-local-builds", action="store_true",
+                      help="run the demo's test builds without the sandbox, as serve's option does")
 
     command("metrics", cmd_metrics, "recovery rate, duplicated side effects, stale plans, time to handoff")
     return parser

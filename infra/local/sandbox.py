@@ -199,8 +199,10 @@ def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, b
     private = (Path("/tmp"), spec.home, *spec.hidden)
     arguments = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                  "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm"]
-    for directory in private:
+    for directory in (Path("/tmp"), spec.home):
         arguments += ["--perms", "1777", "--size", tmp, "--tmpfs", str(directory)]
+    for directory in spec.hidden:  # empty, and closed to the build's uid
+        arguments += ["--perms", "0700", "--size", tmp, "--tmpfs", str(directory)]
     every = (*spec.toolchain, Mount(spec.room.source, spec.room.source, writable=True), *mounts)
     for mount in every:
         arguments += _parents(mount.target, private)

@@ -1,0 +1,330 @@
+"""A hostile repository through `agentledger serve` (issue 22): its test tries what code under
+test should never manage (read serve's profiles and other processes' environments, reach the
+API and another loopback port, write outside its build directory and into the dependency cache
+that later repositories use, fill the disk, leave a daemon behind after killing the driver,
+forge a passing result in a build that fails) and reports each attempt in the output the build
+uploads. Each attempt fails; where it can be, that is checked from outside the build too. And a
+plain repository still installs a dependency from the package index and passes in the sandbox."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.local.runtime import default_build_cache
+
+from .conftest import PROFILES_DIR, CliResult
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+Cli = Callable[..., CliResult]
+ATTEMPTS = ("read_profiles", "read_environ", "connect_api", "connect_other_port", "write_outside",
+            "poison_cache", "fill_disk", "forge_result")
+BUILD_DISK_BYTES = 2 << 30  # infra/local/codebuild.py's SandboxLimits.disk_bytes
+BUILDS_ROOT = "/tmp/agentledger-builds"  # LocalRuntime's work root for builds
+
+HOSTILE_MODULE = '''\
+"""Looks harmless."""
+
+
+def double(value):
+    """Twice the value.
+
+    >>> double(21)
+    42
+    """
+    return 2 * value
+'''
+
+# The hostile test: every attempt is reported as "HOSTILE <attempt> <blocked|ESCAPED> <detail>".
+HOSTILE_TEST = r'''
+import json, os, signal, socket, subprocess, sys, sysconfig, time
+from pathlib import Path
+
+SETTINGS = json.loads((Path(__file__).parent / "hostile.json").read_text())
+RESULTS = Path(os.environ["AGENTLEDGER_RESULTS"])
+REPORT = []
+
+
+def report(attempt, escaped, detail):
+    line = f"HOSTILE {attempt} {'ESCAPED' if escaped else 'blocked'} {detail}"
+    REPORT.append(line)
+    print(line, flush=True)
+
+
+def read_profiles():
+    try:
+        text = (Path(SETTINGS["profiles"]) / "credentials").read_text()
+        report("read_profiles", True, text.replace("\n", " | "))
+    except OSError as error:
+        report("read_profiles", False, repr(error))
+
+
+def read_environ():
+    readable, secrets = [], []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            readable.append(entry.name)
+            if any(marker in environ for marker in (b"AGENTLEDGER_INPUT", b"AGENTLEDGER_OUTPUT", b"AWS_", b"X-Amz")):
+                secrets.append(entry.name)
+    visible = sorted(int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit())
+    report("read_environ", bool(secrets), f"visible={visible} readable={readable} with_secrets={secrets}")
+
+
+def connect(attempt, port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3):
+            report(attempt, True, f"connected to 127.0.0.1:{port}")
+    except OSError as error:
+        report(attempt, False, f"127.0.0.1:{port}: {error!r}")
+
+
+def write_outside():
+    escaped = []
+    for path in (SETTINGS["outside"], "/usr/lib/agentledger-hostile", str(Path(SETTINGS["profiles"]) / "planted")):
+        try:
+            Path(path).write_text("planted\n")
+            escaped.append(path)
+        except OSError:
+            pass
+    report("write_outside", bool(escaped), f"wrote={escaped}")
+
+
+def poison_cache():
+    planted = []
+    site = Path(sysconfig.get_paths()["purelib"])  # the cached venv the later repositories use
+    targets = [site / "agentledger_hostile.pth"]
+    cache = Path(os.environ["PIP_CACHE_DIR"]).parent
+    targets += [venv / "agentledger_hostile.pth" for venv in (cache / "venvs").glob("*")]
+    targets.append(cache / "venvs" / ("0" * 24) / "agentledger_hostile.pth")
+    for target in targets:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("import sys; print('POISONED', file=sys.stderr)\n")
+            planted.append(str(target))
+        except OSError:
+            pass
+    report("poison_cache", bool(planted), f"venv={sys.prefix} planted={planted}")
+
+
+def fill_disk():
+    written, chunk, files, failure = 0, b"x" * (64 << 20), [], None
+    try:
+        for number in range(10_000):
+            path = Path(f"filler-{number}")
+            files.append(path)
+            with path.open("wb") as file:
+                for _ in range(4):
+                    file.write(chunk)
+                    written += len(chunk)
+    except OSError as error:
+        failure = repr(error)
+    for path in files:
+        path.unlink(missing_ok=True)
+    report("fill_disk", written > SETTINGS["disk_bytes"], f"written={written} stopped_by={failure}")
+
+
+def test_hostile():
+    read_profiles()
+    read_environ()
+    connect("connect_api", SETTINGS["api_port"])
+    connect("connect_other_port", SETTINGS["other_port"])
+    write_outside()
+    poison_cache()
+    fill_disk()
+    # A daemon of its own session, to approve the run with whatever was stolen once the driver is gone.
+    subprocess.Popen([sys.executable, str(Path(__file__).parent / "daemon.py"), SETTINGS["token"]],
+                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    # A forged pass, and the report, where the upload takes them; then the driver dies, so the
+    # build fails and nothing of the driver's replaces them.
+    report("forge_result", False, f"cwd={Path.cwd().parent} (whether it passed is verify's to say)")
+    (RESULTS / "junit").mkdir(parents=True, exist_ok=True)
+    (RESULTS / "junit" / "forged.xml").write_text(
+        '<testsuite name="forged" tests="5" failures="0" errors="0" skipped="0">'
+        + "".join(f'<testcase classname="forged" name="t{n}"/>' for n in range(5)) + "</testsuite>")
+    (RESULTS / "result.json").write_text(json.dumps({
+        "install": {"commands": 1, "exit_code": 0, "duration_s": 1.0, "timed_out": False, "cache_hit": True},
+        "test": {"command": "pytest", "exit_code": 0, "duration_s": 1.0, "timed_out": False},
+        "junit_files": ["forged.xml"]}))
+    (RESULTS / "output.txt").write_text("\n".join(REPORT) + "\n")
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"driver.py" in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(30)  # the daemon's time: the build must end it all the same
+'''
+
+# The daemon: for a minute, tries to reach the API and approve with whatever the profiles gave.
+DAEMON = r'''
+import json, socket, sys, time
+from pathlib import Path
+settings = json.loads((Path(__file__).parent / "hostile.json").read_text())
+try:
+    stolen = (Path(settings["profiles"]) / "credentials").read_text()
+except OSError:
+    stolen = ""
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        with socket.create_connection(("127.0.0.1", settings["api_port"]), timeout=1) as connection:
+            connection.sendall(b"GET /runs HTTP/1.0\r\nX-Stolen: " + str(len(stolen)).encode() + b"\r\n\r\n")
+    except OSError:
+        pass
+    time.sleep(0.2)
+'''
+
+
+@pytest.fixture
+def other_port() -> Iterator[tuple[int, list[str]]]:
+    """A listener on another loopback port, counting whoever reaches it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    reached: list[str] = []
+    stopping = threading.Event()
+
+    def accept() -> None:
+        while not stopping.is_set():
+            try:
+                connection, address = listener.accept()
+            except TimeoutError:
+                continue
+            reached.append(f"{address}")
+            connection.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1], reached
+    stopping.set()
+    thread.join()
+    listener.close()
+
+
+def _hostile_repository(root: Path, settings: dict[str, Any]) -> Path:
+    (root / "tests").mkdir(parents=True)
+    (root / "hostile.py").write_text(HOSTILE_MODULE)
+    (root / "tests" / "test_hostile.py").write_text(HOSTILE_TEST)
+    (root / "tests" / "hostile.json").write_text(json.dumps(settings))
+    (root / "tests" / "daemon.py").write_text(DAEMON)
+    return root
+
+
+def _attempts(output: str) -> dict[str, tuple[str, str]]:
+    found = {}
+    for line in output.splitlines():
+        if line.startswith("HOSTILE "):
+            _, attempt, verdict, detail = line.split(" ", 3)
+            found[attempt] = (verdict, detail)
+    return found
+
+
+def _processes_left(token: str, build_dir: str) -> list[str]:
+    """Any process of the build still alive: the daemon (by its token), or anything running in
+    the build's directory."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if token.encode() in cmdline or cwd.startswith(build_dir):
+            left.append(f"{entry.name}: {cmdline[:200]!r} in {cwd}")
+    return left
+
+
+def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believed(
+        cli: Cli, api_url: str, tmp_path: Path, repository: Path, other_port: tuple[int, list[str]]) -> None:
+    port, reached = other_port
+    token = f"agentledger-hostile-{uuid.uuid4().hex}"
+    outside = Path("/var/tmp") / token  # world-writable on the host, read-only in the sandbox
+    settings = {"profiles": str(PROFILES_DIR), "api_port": int(api_url.rsplit(":", 1)[1]), "other_port": port,
+                "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
+    hostile = _hostile_repository(tmp_path / "hostile", settings)
+
+    finished = cli("run", str(hostile), "--wait")
+    document = json.loads(finished.stdout)
+    run_id = document["run"]["run_id"]
+    output = cli("artifact", run_id, "test-output.txt").stdout
+    attempts = _attempts(output)
+
+    # Every attempt was made, reported, and failed.
+    assert set(attempts) == set(ATTEMPTS), output
+    escaped = {attempt: detail for attempt, (verdict, detail) in attempts.items() if verdict != "blocked"}
+    assert escaped == {}, output
+    credentials = (PROFILES_DIR / "credentials").read_text()
+    secrets = [line.split("=", 1)[1].strip() for line in credentials.splitlines() if "secret" in line]
+    assert secrets and not any(secret in output for secret in secrets)
+    visible = json.loads(attempts["read_environ"][1].split("visible=")[1].split(" readable=")[0])
+    assert len(visible) < 20, visible  # its own namespace's processes, not this machine's
+
+    # Checked from outside the build as well.
+    assert reached == []
+    assert not outside.exists() and not (PROFILES_DIR / "planted").exists()
+    planted = [str(path) for path in default_build_cache().rglob("agentledger_hostile.pth")]
+    assert planted == []
+    build_dir = attempts["forge_result"][1].split("cwd=")[1].split(" ")[0]
+    assert build_dir.startswith(f"{BUILDS_ROOT}/build-"), build_dir
+    assert _processes_left(token, build_dir) == []
+
+    # The forged pass is not believed, and nothing approved the run.
+    shown = cli("show", run_id).json()
+    verify = shown["stages"]["verify"]
+    assert verify["status"] != "complete", verify
+    report = json.loads(cli("artifact", run_id, "command.json").stdout)
+    assert report["passed"] is False and report["outcome"] == "build_failed", report
+    assert shown["run"]["status"] != "complete"
+    assert not (shown.get("review") or {}).get("decision")
+    assert [d for d in shown["decisions"] if "approve" in json.dumps(d)] == []
+
+    # A later repository on the same cached venv runs clean: nothing planted runs in its build.
+    later = cli("run", str(repository), "--wait").json()
+    later_output = cli("artifact", later["run"]["run_id"], "test-output.txt").stdout
+    assert later["run"]["status"] == "awaiting_review", later_output
+    assert "POISONED" not in later_output
+
+
+def test_a_plain_repository_installs_a_dependency_from_the_package_index_and_passes(
+        cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "texts"
+    root.mkdir()
+    # A requirement line of its own, so the install is not a cache hit: pip reaches the index.
+    (root / "requirements.txt").write_text(f"# {uuid.uuid4().hex}\nsix\n")
+    (root / "texts.py").write_text('''"""Text helpers."""
+import six
+
+
+def shout(text):
+    """Upper-cased, with a bang.
+
+    >>> shout("hi")
+    'HI!'
+    """
+    return six.text_type(text).upper() + "!"
+
+
+def whisper(text):
+    return text.lower()
+''')
+    finished = cli("run", str(root), "--wait").json()
+    run_id = finished["run"]["run_id"]
+    output = cli("artifact", run_id, "test-output.txt").stdout
+    assert finished["run"]["status"] == "awaiting_review", output
+    assert "install -r requirements.txt" in output and "six" in output
+    assert "Downloading" in output or "Collecting six" in output, output  # fetched, not found on disk
+    assert finished["summary"]["tests"]["outcome"] == "passed", output
