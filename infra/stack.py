@@ -54,6 +54,7 @@ class AgentLedgerStack(Stack):
             "BuildSandbox",
             timeout_minutes=build_timeout_minutes(test_timeout_limit_seconds),
             isolated=isolated_test_builds,
+            artifact_bucket=storage.artifact_bucket,
         )
         functions = Functions(
             self,

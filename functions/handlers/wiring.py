@@ -106,7 +106,7 @@ def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, Sou
 @lru_cache(maxsize=8)
 def workflow(settings: WorkflowSettings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
-    builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"))
+    builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"), artifacts)
               if isinstance(settings, VerifySettings) else None)
     executions = (ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
                   if isinstance(settings, KeeperSettings) else None)

@@ -4,23 +4,34 @@ The code it runs is untrusted, so its role can do nothing but write its own log 
 its input and returns its results through presigned links that the verify function signs for one
 test run's objects (a GET of the input tarball, a POST limited to the output key and a size), so
 the build can read no other run's data and write nowhere else. With `isolated`, it also runs in a
-VPC without a route out: it reaches S3 and CloudWatch Logs through endpoints only.
+VPC without a route out: it reaches S3 and CloudWatch Logs through endpoints only, whose policies
+let through this deployment's test-run keys and this project's log streams and nothing else (no
+other bucket or log group, even with credentials the code under test brought along).
 """
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from agentledger.artifacts import stage_prefix
+from agentledger.models import Stage
 from agentledger.testrun.config import DEFAULT_COMPUTE, DEFAULT_IMAGE
 from agentledger.testrun.layout import BUILDSPEC
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 HTTPS = ec2.Port.tcp(443)
+LOG_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"]
+# The keys a build's links name, under each run's verify prefix (workflow/verification.py and the
+# CodeBuild adapter write them): it reads its input tarball and its output grant, and writes its
+# results under builds/.
+BUILD_READS = f"{stage_prefix('*', Stage.VERIFY)}*"
+BUILD_WRITES = f"{stage_prefix('*', Stage.VERIFY)}builds/*"
 # What CodeBuild asks of a project role to attach a build's network interface in a VPC.
 VPC_NETWORK_ACTIONS = (
     "ec2:CreateNetworkInterface",
@@ -35,11 +46,28 @@ VPC_NETWORK_ACTIONS = (
 
 class BuildSandbox(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, timeout_minutes: int, isolated: bool
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        timeout_minutes: int,
+        isolated: bool,
+        artifact_bucket: s3.IBucket,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.log_group = logs.LogGroup(self, "BuildLogs", retention=LOG_RETENTION)
+        # The streams of this project's own group, and no more: CodeBuild names a build's stream
+        # after the build's id (its UUID), which no IAM policy variable yields (codebuild:buildArn
+        # is the whole ARN, and IAM cannot take part of it), so a build cannot be held to its own
+        # stream. It could append to another build's stream of this project, never to any other
+        # log group; verify reads no log, so no result depends on one.
+        self.log_streams = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{self.log_group.log_group_name}:log-stream:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         self.role = iam.Role(
             self,
             "BuildRole",
@@ -50,12 +78,22 @@ class BuildSandbox(Construct):
             ),
         )
         self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
+            iam.PolicyStatement(actions=LOG_ACTIONS, resources=[self.log_streams])
+        )
+        Validations.of(self.role).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
+                f"<AWS::AccountId>:log-group:<{stack.get_logical_id(self.log_group.node.default_child)}>"
+                ":log-stream:*]",
+                reason="Each build writes a stream CodeBuild names after the build's id, which no "
+                "IAM variable yields; the streams are those of this project's own log group only.",
             )
         )
-        network = _IsolatedNetwork(self, "Network") if isolated else None
+        network = (
+            _IsolatedNetwork(self, "Network", artifact_bucket=artifact_bucket, log_streams=self.log_streams)
+            if isolated
+            else None
+        )
         self.project = codebuild.Project(
             self,
             "TestBuilds",
@@ -94,7 +132,9 @@ class _IsolatedNetwork(Construct):
     """Private subnets without a NAT or internet gateway; S3 through a gateway endpoint and
     CloudWatch Logs through an interface endpoint, both on HTTPS only."""
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, artifact_bucket: s3.IBucket, log_streams: str
+    ) -> None:
         super().__init__(scope, construct_id)
         self.vpc = ec2.Vpc(
             self,
@@ -113,7 +153,24 @@ class _IsolatedNetwork(Construct):
                 )
             },
         )
-        self.vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3)
+        s3_endpoint = self.vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3)
+        # Whoever signed a request, only these objects pass: a build cannot carry data to a
+        # bucket of its own (signed with keys it brought), nor read any other of this account's.
+        # The links are the verify function's; the endpoint checks what they name.
+        s3_endpoint.add_to_policy(
+            iam.PolicyStatement(
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:GetObject"],
+                resources=[artifact_bucket.arn_for_objects(BUILD_READS)],
+            )
+        )
+        s3_endpoint.add_to_policy(
+            iam.PolicyStatement(
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:PutObject"],
+                resources=[artifact_bucket.arn_for_objects(BUILD_WRITES)],
+            )
+        )
         endpoint_group = ec2.SecurityGroup(
             self, "EndpointGroup", vpc=self.vpc, allow_all_outbound=False,
             description="CloudWatch Logs endpoint: HTTPS from test builds",
@@ -123,6 +180,9 @@ class _IsolatedNetwork(Construct):
             service=ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
             security_groups=[endpoint_group],
             open=False,
+        )
+        self.logs_endpoint.add_to_policy(
+            iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=LOG_ACTIONS, resources=[log_streams])
         )
         self.build_group = ec2.SecurityGroup(
             self, "BuildGroup", vpc=self.vpc, allow_all_outbound=False,

@@ -4,6 +4,7 @@ started only by the verify function, optionally in a VPC with no route out."""
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatch
 from typing import Any
 
 import pytest
@@ -11,8 +12,11 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from agentledger.testrun.layout import BUILDSPEC, build_timeout_minutes
+from agentledger.artifacts import artifact_key
+from agentledger.models import Stage
+from agentledger.testrun.layout import BUILDSPEC, OUTPUT_GRANT_FILE, build_timeout_minutes
 from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS, build_app
+from infra.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
 from infra.constructs.functions import TEST_BUILD_ACTIONS
 from infra.stack import AgentLedgerStack
 
@@ -95,15 +99,22 @@ def test_the_build_role_is_assumed_by_codebuild_of_this_account_only(template: T
     assert "Policies" not in role["Properties"]
 
 
-def test_the_build_role_may_write_its_own_log_streams_and_nothing_else(template: Template) -> None:
-    role_id, _ = _build_role(template)
+def _log_streams(template: Template) -> dict[str, Any]:
+    """The ARN pattern of the streams in the project's own log group, as the template writes it."""
     _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
     log_group = project["Properties"]["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
-    statements = _statements_of(template, role_id)
-    assert statements == [{
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":logs:", {"Ref": "AWS::Region"}, ":",
+                              {"Ref": "AWS::AccountId"}, ":log-group:", {"Ref": log_group}, ":log-stream:*"]]}
+
+
+def test_the_build_role_may_write_streams_of_its_own_log_group_and_nothing_else(template: Template) -> None:
+    # Not the group's ARN (which grants the group's own actions too): its streams, the tightest
+    # IAM allows, since a stream is named after its build's id and no policy variable yields that.
+    role_id, _ = _build_role(template)
+    assert _statements_of(template, role_id) == [{
         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
         "Effect": "Allow",
-        "Resource": {"Fn::GetAtt": [log_group, "Arn"]},
+        "Resource": _log_streams(template),
     }]
 
 
@@ -170,6 +181,43 @@ def test_isolated_builds_may_attach_interfaces_only_in_their_subnets(isolated) -
     condition = permission["Condition"]["StringEquals"]
     assert condition["ec2:AuthorizedService"] == "codebuild.amazonaws.com"
     assert len(condition["ec2:Subnet"]) == 2
+
+
+def _endpoint_policy(template: Template, service: str) -> list[dict[str, Any]]:
+    (endpoint,) = [e["Properties"] for e in template.find_resources("AWS::EC2::VPCEndpoint").values()
+                   if f".{service}" in json.dumps(e["Properties"]["ServiceName"])]
+    return endpoint["PolicyDocument"]["Statement"]
+
+
+def _bucket_objects(template: Template, pattern: str) -> dict[str, Any]:
+    """The ARN pattern of the artifact bucket's objects matching `pattern`."""
+    bucket_id = template.find_outputs("ArtifactBucketName")["ArtifactBucketName"]["Value"]["Ref"]
+    return {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, f"/{pattern}"]]}
+
+
+def test_isolated_builds_reach_through_s3_only_the_keys_of_their_test_runs(isolated) -> None:
+    _, _, template = isolated
+    assert _endpoint_policy(template, "s3") == [
+        {"Action": "s3:GetObject", "Effect": "Allow", "Principal": {"AWS": "*"},
+         "Resource": _bucket_objects(template, "runs/*/verify/*")},
+        {"Action": "s3:PutObject", "Effect": "Allow", "Principal": {"AWS": "*"},
+         "Resource": _bucket_objects(template, "runs/*/verify/builds/*")},
+    ]
+    # The keys the code makes match: the input tarball and the grant are read, the output written.
+    keys = {"input": artifact_key("r", Stage.VERIFY, "test-input.tar.gz", "ab" * 32),
+            "grant": f"runs/r/verify/builds/{'cd' * 16}-1/{OUTPUT_GRANT_FILE}",
+            "output": f"runs/r/verify/builds/{'cd' * 16}-1/output.tar.gz"}
+    assert all(fnmatch(key, BUILD_READS) for key in keys.values()) and fnmatch(keys["output"], BUILD_WRITES)
+    assert not fnmatch("repositories/" + "ab" * 32 + ".tar.gz", BUILD_READS)
+    assert not fnmatch(artifact_key("r", Stage.PLAN, "plan.json", "ab" * 32), BUILD_READS)
+
+
+def test_isolated_builds_reach_through_logs_only_their_own_log_streams(isolated) -> None:
+    _, _, template = isolated
+    assert _endpoint_policy(template, "logs") == [{
+        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Effect": "Allow", "Principal": {"AWS": "*"},
+        "Resource": _log_streams(template),
+    }]
 
 
 def test_rejected_traffic_of_isolated_builds_is_logged(isolated) -> None:

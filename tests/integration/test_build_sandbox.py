@@ -10,6 +10,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
@@ -24,9 +25,9 @@ from agentledger.models import BuildRequest, Stage
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
-from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES
+from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_URL_VARIABLE
 from agentledger.workflow.verification import OutputContents, package_inputs, read_output_archive
-from infra.local.codebuild import LocalCodeBuild, SandboxLimits
+from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
 from infra.local.s3_endpoint import LocalS3Endpoint
 
 pytestmark = pytest.mark.integration
@@ -62,8 +63,9 @@ class Sandbox:
                                  environment={"type": "LINUX_CONTAINER", "image": "aws/codebuild/standard:7.0",
                                               "computeType": "BUILD_GENERAL1_SMALL"})
         self.codebuild = codebuild
-        self.builds = CodeBuildBuilds(project, codebuild)
+        self.builds = CodeBuildBuilds(project, codebuild, self.artifacts)
         self.count = 0
+        self.grants: dict[str, dict[str, Any]] = {}  # build id -> the output grant it was started with
 
     def start(self, repo: Path) -> str:
         self.count += 1
@@ -72,10 +74,11 @@ class Sandbox:
         archive = package_inputs(repo, files, {}, config)
         ref = self.artifacts.put(f"run-{self.count}", Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
         output_key = f"runs/run-{self.count}/verify/builds/output.tar.gz"  # read back by run()
+        grant = self.artifacts.upload_grant(output_key, OUTPUT_ARCHIVE_LIMIT_BYTES, 600)
         build_id = self.builds.start(BuildRequest(
             test_run=f"run-{self.count}/digest#1", input_url=self.artifacts.download_url(ref.key, 600),
-            output_grant=self.artifacts.upload_grant(output_key, OUTPUT_ARCHIVE_LIMIT_BYTES, 600),
-            image=config.image, compute=config.compute, timeout_minutes=5))
+            output_grant=grant, image=config.image, compute=config.compute, timeout_minutes=5))
+        self.grants[build_id] = grant
         return build_id
 
     def run(self, repo: Path, timeout_s: float = 120) -> Finished:
@@ -126,6 +129,17 @@ def test_the_code_under_test_sees_no_credentials_resource_names_or_grants(sandbo
     for leak in ("AWS_", "should-not-leak", "should_not_leak", BUCKET, "AGENTLEDGER_INPUT_URL",
                  "AGENTLEDGER_OUTPUT_GRANT", "X-Amz", "Signature", "LEDGER_TABLE"):
         assert leak not in output, leak
+
+
+def test_the_output_grant_is_not_in_the_metadata_the_build_service_returns(sandbox: Sandbox, tmp_path: Path) -> None:
+    finished = sandbox.run(_repository(tmp_path / "repo", "true"))
+    assert finished.status == BuildStatus.SUCCEEDED and finished.contents is not None, finished.log  # uploaded
+    [(build_id, grant)] = sandbox.grants.items()
+    [build] = sandbox.codebuild.batch_get_builds(ids=[build_id])["builds"]
+    metadata = json.dumps(build, default=str)
+    assert OUTPUT_GRANT_URL_VARIABLE in metadata  # a link to the grant, valid while the build may run
+    for secret in (grant["fields"]["policy"], grant["fields"]["x-amz-signature"]):
+        assert secret not in metadata
 
 
 def test_no_process_the_tests_started_outlives_the_build(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -258,3 +272,12 @@ def test_a_node_repository_runs_node_test_and_reports_junit_counts(sandbox: Sand
     counts = summarize_junit(finished.contents.junit)
     assert (counts.tests, counts.passed, counts.failed) == (2, 1, 1)
     assert [name for name in counts.failing if "subtracts" in name], counts.failing
+
+
+def test_a_build_without_the_sandbox_says_so_in_its_log(sandbox: Sandbox, tmp_path: Path,
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    sandbox.local.unsafe = True
+    finished = sandbox.run(_repository(tmp_path / "repo", "true"))
+    assert finished.status == BuildStatus.SUCCEEDED, finished.log
+    assert finished.log.startswith(UNSAFE_WARNING)
+    assert UNSAFE_WARNING in capfd.readouterr().err  # and on serve's output

@@ -1,13 +1,26 @@
 """Test builds on CodeBuild: start one with this test run's grants, ask how it is doing, and find
-the build a crashed attempt started before it could record the build's id."""
+the build a crashed attempt started before it could record the build's id.
+
+A build's variables are not secret: BatchGetBuilds returns them in plaintext, to the verify
+function and to anyone else allowed to call it (ReadOnlyAccess is). The output grant could write
+the build's results, so it is stored as an object next to the output key and the build gets a
+presigned GET of it, which its post_build fetches for the driver's upload alone."""
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..models import BuildRequest
 from ..states import BuildStatus
-from ..testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
+from ..testrun.layout import (
+    INPUT_URL_VARIABLE,
+    OUTPUT_GRANT_FILE,
+    OUTPUT_GRANT_URL_VARIABLE,
+    TEST_RUN_VARIABLE,
+    output_grant_seconds,
+)
+from .s3_artifacts import ArtifactStore
 
 # How far back `find` looks: the builds a crashed attempt could have started are the newest ones.
 FIND_LOOKBACK_BUILDS = 200
@@ -15,14 +28,18 @@ BATCH_SIZE = 100
 
 
 class CodeBuildBuilds:
-    def __init__(self, project_name: str, codebuild_client: Any) -> None:
+    def __init__(self, project_name: str, codebuild_client: Any, artifacts: ArtifactStore) -> None:
         self.project_name = project_name
         self._codebuild = codebuild_client
+        self._artifacts = artifacts
 
     def start(self, request: BuildRequest) -> str:
+        grant_key = PurePosixPath(request.output_grant["fields"]["key"]).with_name(OUTPUT_GRANT_FILE)
+        grant_url = self._artifacts.hand_over(str(grant_key), json.dumps(request.output_grant).encode(),
+                                              output_grant_seconds(request.timeout_minutes))
         variables = {
             INPUT_URL_VARIABLE: request.input_url,
-            OUTPUT_GRANT_VARIABLE: json.dumps(request.output_grant),
+            OUTPUT_GRANT_URL_VARIABLE: grant_url,
             TEST_RUN_VARIABLE: request.test_run,
         }
         response = self._codebuild.start_build(

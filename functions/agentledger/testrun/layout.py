@@ -19,8 +19,15 @@ JUNIT_DIR = "junit"
 # Variables the orchestrator sets on each build. None of them reaches the install or test
 # commands: the driver starts those with an environment it builds itself.
 INPUT_URL_VARIABLE = "AGENTLEDGER_INPUT_URL"  # presigned GET of this test run's input tarball
-OUTPUT_GRANT_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT"  # presigned POST (JSON: url, fields) for its outputs
+# Presigned GET of this test run's output grant (OUTPUT_GRANT_FILE, next to its output key). The
+# grant itself is not a build variable: CodeBuild returns every variable of a build in plaintext
+# to whoever may call BatchGetBuilds, and the grant can write the build's results.
+OUTPUT_GRANT_URL_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT_URL"
 TEST_RUN_VARIABLE = "AGENTLEDGER_TEST_RUN"  # "<run id>/<input digest>", to find the build again
+# Set for the driver's upload alone (the buildspec fetches it just before): the presigned POST
+# (JSON: url, fields) for the test run's outputs.
+OUTPUT_GRANT_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT"
+OUTPUT_GRANT_FILE = "output-grant.json"
 # Declared by the build host: where dependency caches live (a CodeBuild local cache path on AWS).
 CACHE_VARIABLE = "AGENTLEDGER_CACHE"
 # Set by the driver for the test command: where to write JUnit XML that it should collect.
@@ -41,10 +48,19 @@ BUILDSPEC: dict[str, Any] = {
         # entry and the tests read the cache only.
         "pre_build": {"commands": [f"python3 {DRIVER_FILE} install"]},
         "build": {"commands": [f"python3 {DRIVER_FILE} test"]},
-        "post_build": {"commands": [f"python3 {DRIVER_FILE} upload"]},
+        "post_build": {"commands": [
+            f'{OUTPUT_GRANT_VARIABLE}="$(curl --fail --silent --show-error --retry 3 "${OUTPUT_GRANT_URL_VARIABLE}")" '
+            f"python3 {DRIVER_FILE} upload",
+        ]},
     },
     "cache": {"paths": [f"{CACHE_PATH_ON_CODEBUILD}/**/*"]},
 }
+
+
+def output_grant_seconds(build_timeout_minutes: int) -> int:
+    """How long a build's output grant, and the link it is fetched through, stay valid: the
+    build's timeout and an hour queued before it starts."""
+    return build_timeout_minutes * 60 + 3600
 
 
 def build_timeout_minutes(test_timeout_s: int) -> int:

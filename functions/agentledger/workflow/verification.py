@@ -169,14 +169,15 @@ class TestBuilds:
         marker = test_run.marker(run.run_id)
         build_id = builds.find(marker) if look_for_earlier else None
         if build_id is None:
+            timeout_minutes = layout.build_timeout_minutes(config.timeout_s)
             build_id = builds.start(BuildRequest(
                 test_run=marker,
                 input_url=self.artifacts.download_url(test_run.input.key, INPUT_LINK_SECONDS),
                 output_grant=self.artifacts.upload_grant(test_run.output_key, layout.OUTPUT_ARCHIVE_LIMIT_BYTES,
-                                                         _output_grant_seconds(config)),
+                                                         layout.output_grant_seconds(timeout_minutes)),
                 image=config.image,
                 compute=config.compute,
-                timeout_minutes=layout.build_timeout_minutes(config.timeout_s),
+                timeout_minutes=timeout_minutes,
             ))
         started = test_run.model_copy(update={"build_id": build_id})
         run = self.ledger.write(run, records=[started], execution=execution,
@@ -224,10 +225,6 @@ def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], co
         "config": config.model_dump(mode="json"),
         "driver": sha256_bytes(DRIVER_SOURCE.read_bytes()),
     })
-
-
-def _output_grant_seconds(config: TestRunConfig) -> int:
-    return layout.build_timeout_minutes(config.timeout_s) * 60 + 3600  # queued time included
 
 
 def _poll_interval(test_run: TestRun) -> int:
