@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: install sandbox-tools test test-unit test-integration synth demo bench agent-report serve clean
+.PHONY: install sandbox-tools lint test test-unit test-integration synth demo bench agent-report serve clean
 
 install: $(STAMP) sandbox-tools
 
@@ -38,8 +38,13 @@ $(STAMP): pyproject.toml
 	@test -x $(VENV)/cdk/node_modules/.bin/cdk || npm install --silent --no-fund --no-audit --prefix $(VENV)/cdk aws-cdk@$(CDK_CLI_VERSION)
 	@touch $(STAMP)
 
-# The unit tests first, as test-unit runs them; then every other kind.
-test: test-unit
+# ruff (rules in pyproject.toml) over the code and tests, mypy over functions/: both at 0 findings.
+lint: install
+	$(BIN)/ruff check functions infra tests
+	$(BIN)/mypy
+
+# Lint, then the unit tests as test-unit runs them, then every other kind.
+test: lint test-unit
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider --ignore=tests/unit tests
 
 # Every test under tests/unit, with moto unimportable and the network blocked (tests/offline.py).

@@ -27,7 +27,8 @@ def is_effect_point(point: str) -> bool:
 
 CRASH_POINTS: dict[str, tuple[str, ...]] = {
     stage.value: STAGE_CRASH_POINTS
-    + tuple(effect_crash_point(name, point) for name, spec in EFFECTS.items() if spec.stage == stage for point in EFFECT_CRASH_POINTS)
+    + tuple(effect_crash_point(name, point)
+            for name, spec in EFFECTS.items() if spec.stage == stage for point in EFFECT_CRASH_POINTS)
     + (BUILD_CRASH_POINTS if stage == Stage.VERIFY else ())
     for stage in Stage
 }

@@ -4,6 +4,7 @@ attempt leaves (for the person the run is handed to) and extracted trees no run 
 expire after the retention, so the disk comes back however runs end."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -22,10 +23,8 @@ def extracted_source(root: Path, tarball_sha256: str) -> Path:
 
 def mark_used(path: Path) -> None:
     """Restart the expiry of a directory that is still in use (an extracted tree read again)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.utime(path)
-    except FileNotFoundError:
-        pass
 
 
 def expire_workspaces(root: Path, retention_s: float, now: float | None = None) -> list[Path]:

@@ -260,11 +260,12 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
         lines += [f"             {item['target']} → {item['test_path']}: {truncate(item['rationale'], 60)}"
                   for item in plan["first"]]
         if plan["targets"] > len(plan["first"]):
-            lines.append(f"             … and {plan['targets'] - len(plan['first'])} more (`agentledger artifact RUN plan.json`)")
+            more = plan["targets"] - len(plan["first"])
+            lines.append(f"             … and {more} more (`agentledger artifact RUN plan.json`)")
     changed = brief.get("files_changed") or []
     idle = brief.get("outcome") == "nothing_to_do"
-    lines.append(f"  files    {len(changed)} written" + (": " + ", ".join(f"{f['path']} (+{f['lines']})" for f in changed)
-                                                         if changed else "" if idle else ": none yet"))
+    listed = ": " + ", ".join(f"{f['path']} (+{f['lines']})" for f in changed)
+    lines.append(f"  files    {len(changed)} written" + (listed if changed else "" if idle else ": none yet"))
     tests = brief["tests"]
     shown = (f"{tests['outcome']}: {tests['passed']} passed, {tests['failed']} failed, {tests['errors']} errored, "
              f"{tests['skipped']} skipped" if tests.get("passed") is not None

@@ -62,7 +62,8 @@ def _resolve_arn(value: Any, resources: dict[str, str], template: dict[str, Any]
     kind = template["Resources"][logical]["Type"]
     physical = resources[logical]
     if kind == "AWS::Lambda::Function":
-        return boto3.client("lambda", region_name=region).get_function(FunctionName=physical)["Configuration"]["FunctionArn"]
+        function = boto3.client("lambda", region_name=region).get_function(FunctionName=physical)
+        return function["Configuration"]["FunctionArn"]
     if kind == "AWS::IAM::Role":
         return boto3.client("iam", region_name=region).get_role(RoleName=physical)["Role"]["Arn"]
     raise ValueError(f"cannot resolve the ARN of a {kind} locally")
@@ -126,7 +127,8 @@ def _create_unmodelled_resources(template: dict[str, Any], region: str,
         elif resource["Type"] == "AWS::SecretsManager::Secret":
             props = resource.get("Properties", {})
             # As CloudFormation does for GenerateSecretString: a fresh random value.
-            value = secrets.token_urlsafe(48) if "GenerateSecretString" in props else props.get("SecretString", "placeholder")
+            value = (secrets.token_urlsafe(48) if "GenerateSecretString" in props
+                     else props.get("SecretString", "placeholder"))
             created = boto3.client("secretsmanager", region_name=region).create_secret(
                 Name=props.get("Name", f"{STACK_NAME}-{logical}"), Description=props.get("Description", ""),
                 SecretString=value)

@@ -51,11 +51,12 @@ def install() -> Callable[[], None]:
     if isinstance(os.environ, InvocationEnviron):
         return lambda: None
     invocation_environ = InvocationEnviron(os.environ)
-    os.environ = invocation_environ  # type: ignore[assignment]
+    # Replacing the mapping, not its contents, is the point: each invocation sees its own environment.
+    os.environ = invocation_environ  # type: ignore[assignment]  # noqa: B003
 
     def uninstall() -> None:
         if os.environ is invocation_environ:
-            os.environ = invocation_environ.process_env  # type: ignore[assignment]
+            os.environ = invocation_environ.process_env  # type: ignore[assignment]  # noqa: B003
 
     return uninstall
 

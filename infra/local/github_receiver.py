@@ -202,7 +202,8 @@ class LocalGitHub:
             parents = list(body.get("parents") or [])
             if body.get("tree") not in repository.trees or any(p not in repository.commits for p in parents):
                 return HTTPStatus.UNPROCESSABLE_ENTITY, {"message": "tree or parent does not exist"}
-            return HTTPStatus.CREATED, {"sha": repository.add_commit(str(body.get("message", "")), body["tree"], parents)}
+            sha = repository.add_commit(str(body.get("message", "")), body["tree"], parents)
+            return HTTPStatus.CREATED, {"sha": sha}
 
     def _create_ref(self, full_name: str, body: dict[str, Any]) -> tuple[int, Any]:
         ref = str(body.get("ref", "")).removeprefix("refs/")

@@ -87,7 +87,8 @@ def _transactions_back_up_only_what_they_write() -> Callable[[], None]:
     return uninstall
 
 
-def _item_backup(backend: DynamoDBBackend, operation: dict[str, Any]) -> tuple[Table, DynamoType, DynamoType | None, Any]:
+def _item_backup(backend: DynamoDBBackend,
+                 operation: dict[str, Any]) -> tuple[Table, DynamoType, DynamoType | None, Any]:
     [(kind, request)] = operation.items()
     table = backend.tables[request["TableName"]]
     attributes = request["Item"] if kind == "Put" else request["Key"]

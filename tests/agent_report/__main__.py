@@ -119,7 +119,8 @@ def download(package: str, into: Path) -> Path:
 
 def table(rows: list[Row]) -> str:
     header = ("PACKAGE", "DOCUMENTED", "UNTESTED", "WRITTEN", "PASSED", "FAILED", "TIME (s)", "OUTCOME")
-    cells = [header] + [(r.package, str(r.documented), str(r.candidates), str(r.written), "-" if r.passed is None else str(r.passed),
+    cells = [header] + [(r.package, str(r.documented), str(r.candidates), str(r.written),
+                         "-" if r.passed is None else str(r.passed),
                          "-" if r.failed is None else str(r.failed), f"{r.seconds:.1f}", r.outcome[:70])
                         for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]

@@ -10,6 +10,7 @@ Everything the bench sends only to watch or to read results is sent under
 `RequestCounter.excluded()`; starting, resuming and approving are the run's own requests."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -148,12 +149,10 @@ class BenchClient:
 
     def stop_execution(self, name: str) -> None:
         """Stop a run's execution that outlived its measurement, so it does not weigh on what follows."""
-        with self.requests.excluded():
-            try:
-                self.runtime.client("stepfunctions").stop_execution(
-                    executionArn=execution_arn(self.runtime.state_machine_arn, name), cause="bench: measurement over")
-            except AttributeError:
-                pass  # moto 5.2.5 raises this for an execution whose worker is not running: nothing to stop
+        # moto 5.2.5 raises AttributeError for an execution whose worker is not running: nothing to stop.
+        with self.requests.excluded(), contextlib.suppress(AttributeError):
+            self.runtime.client("stepfunctions").stop_execution(
+                executionArn=execution_arn(self.runtime.state_machine_arn, name), cause="bench: measurement over")
 
     def wait_for_execution(self, name: str, timeout_s: float) -> str:
         with self.requests.excluded():

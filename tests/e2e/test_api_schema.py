@@ -44,7 +44,8 @@ UNREAD = {400, 413, 415, 422}
 
 class Signers:
     def __init__(self, api_url: str) -> None:
-        self.by_profile = {profile: SignedBy(api_url, profile, PROFILES_DIR) for profile in (REQUESTER, REVIEWER, OPERATOR)}
+        self.by_profile = {profile: SignedBy(api_url, profile, PROFILES_DIR)
+                           for profile in (REQUESTER, REVIEWER, OPERATOR)}
 
     def call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
         return {"auth": self.by_profile[SIGNED_BY.get(operation_id(case.operation), REQUESTER)]}
@@ -82,7 +83,7 @@ def test_each_operation_answers_generated_input_as_documented(api_schema: schema
 
         @hypothesis.given(case=generated)
         @hypothesis.settings(max_examples=EXAMPLES_PER_OPERATION, **SETTINGS)
-        def answers_as_documented(case: schemathesis.Case) -> None:
+        def answers_as_documented(case: schemathesis.Case, operation: Any = operation) -> None:
             response = case.call(**signers.call_kwargs(case))
             answered[operation_id(operation)].add(response.status_code)
             case.validate_response(response, checks=CHECKS)

@@ -55,7 +55,8 @@ def test_an_approved_run_opens_one_pull_request_with_the_files_it_wrote(
     branch = pull["head"]["ref"]
     assert branch.startswith(f"agentledger/{run_id}/")
     head = _github(pull_request, f"git/ref/{quote(f'heads/{branch}')}")["object"]["sha"]
-    assert _github(pull_request, f"git/commits/{head}")["message"].startswith(f"Add tests written by agentledger run {run_id}")
+    message = _github(pull_request, f"git/commits/{head}")["message"]
+    assert message.startswith(f"Add tests written by agentledger run {run_id}")
     written = json.loads(run_cli("artifact", run_id, "test-files.json", "--api", api_url).stdout)
     assert written and set(written) == {f["path"] for f in done["summary"]["files_changed"]}
 

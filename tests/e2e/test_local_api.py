@@ -112,7 +112,8 @@ def test_review_with_an_old_plan_digest_is_refused(cli: Cli, api_url: str, await
 
 def test_crashed_run_hands_off_and_resumes_from_what_is_still_valid(cli: Cli, api_url: str,
                                                                      repository: Path) -> None:
-    crashed = cli("run", str(repository), "--wait", "--crash", "verify:after_artifacts").json(exit_code=EXIT_NEEDS_PERSON)
+    crashed = cli("run", str(repository), "--wait", "--crash", "verify:after_artifacts").json(
+        exit_code=EXIT_NEEDS_PERSON)
     run_id = crashed["run"]["run_id"]
 
     assert crashed["run"]["status"] == "needs_person"
@@ -371,7 +372,8 @@ def test_run_upload_sends_the_working_tree_without_ignored_files(cli: Cli, api_u
 
     subprocess.run(["git", "init", "-q", str(repository)], check=True)
     (repository / ".gitignore").write_text("secret_notes.py\n")
-    (repository / "secret_notes.py").write_text('def hidden():\n    """\n    >>> hidden()\n    1\n    """\n    return 1\n')
+    (repository / "secret_notes.py").write_text(
+        'def hidden():\n    """\n    >>> hidden()\n    1\n    """\n    return 1\n')
 
     waited = cli("run", str(repository), "--upload", "--wait").json()
 

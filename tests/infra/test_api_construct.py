@@ -94,7 +94,8 @@ def test_start_run_body_schema(resources, logical_id) -> None:
     assert schema["type"] == "object"
     assert sorted(schema["required"]) == ["repository", "request"]
     # The limits are the pydantic model's, so the edge refuses what the function would.
-    assert schema["properties"]["request"]["maxLength"] == CreateRunRequest.model_json_schema()["properties"]["request"]["maxLength"]
+    declared = CreateRunRequest.model_json_schema()["properties"]["request"]["maxLength"]
+    assert schema["properties"]["request"]["maxLength"] == declared
     assert schema["properties"]["environment"]["pattern"] == r"^[A-Za-z0-9_.-]+$"
     assert schema["properties"]["revision"]["maxLength"] == 200
     assert {name: spec["type"] for name, spec in schema["properties"].items()} == {

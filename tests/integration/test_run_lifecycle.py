@@ -60,7 +60,8 @@ def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
     bucket = runtime.output("ArtifactBucketName")
     names = {a["name"] for a in ledger["artifacts"]}
     assert {"inventory.json", "plan.json", "test-files.json", "changes.diff", "command.json",
-            "test-output.txt", "test-results.json", "test-config.json", "test-input.tar.gz", "review-request.json", "summary.json", "summary.md"} <= names
+            "test-output.txt", "test-results.json", "test-config.json", "test-input.tar.gz", "review-request.json",
+            "summary.json", "summary.md"} <= names
     for artifact in ledger["artifacts"]:
         assert artifact["key"].startswith(f"runs/{run_id}/")
         body = s3.get_object(Bucket=bucket, Key=artifact["key"])["Body"].read()

@@ -96,7 +96,8 @@ def test_repeated_and_concurrent_resumes_start_one_execution(driver, runtime, sa
     assert executions == {f"{run_id}-resume-1"}
     assert driver.resume(run_id).json()["execution"] == f"{run_id}-resume-1"
     listed = runtime.client("stepfunctions").list_executions(stateMachineArn=runtime.state_machine_arn)["executions"]
-    assert sorted(e["name"] for e in listed if e["name"].startswith(run_id)) == [f"{run_id}-resume-1", f"{run_id}-start"]
+    names = sorted(e["name"] for e in listed if e["name"].startswith(run_id))
+    assert names == [f"{run_id}-resume-1", f"{run_id}-start"]
 
 
 def test_a_crash_while_the_test_build_runs_is_retried_onto_the_same_build(driver, runtime, sample_repo):

@@ -60,7 +60,8 @@ def test_a_run_with_nothing_to_do_plans_again_when_the_source_changes_before_it_
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
     module = world.repo / "plain" / "__init__.py"
-    module.write_text(module.read_text().replace('"""Twice the value."""', '"""Twice.\n\n    >>> double(2)\n    4\n    """'))
+    module.write_text(module.read_text().replace(
+        '"""Twice the value."""', '"""Twice.\n\n    >>> double(2)\n    4\n    """'))
 
     assessed = world.workflow.assess(run_id, execution)
     assert assessed["next"] == NextAction.INSPECT
@@ -110,7 +111,8 @@ def test_a_new_plan_after_a_request_for_changes_is_not_marked_unchanged(tmp_path
     world.service.review(run_id, ReviewRequest(decision="request_changes", plan_digest=world.ledger.get_run(
         run_id).plan_digest, comment="the docstrings changed"), REVIEWER)
     module = world.repo / "textkit" / "slug.py"
-    module.write_text(module.read_text() + '\n\ndef shout(text):\n    """Upper.\n\n    >>> shout("a")\n    \'A\'\n    """\n    return text.upper()\n')
+    shout = '\n\ndef shout(text):\n    """Upper.\n\n    >>> shout("a")\n    \'A\'\n    """\n    return text.upper()\n'
+    module.write_text(module.read_text() + shout)
     assert world.workflow.assess(run_id, execution)["next"] == NextAction.INSPECT
     world.run(run_id, execution, *UP_TO_REVIEW, Stage.AWAIT_REVIEW)
     ledger = world.ledger.load(run_id)

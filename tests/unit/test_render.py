@@ -229,7 +229,8 @@ def test_a_summary_before_planning_says_what_is_not_there_yet() -> None:
     lines = render.summary({"request": "r", "plan": None, "files_changed": [],
                             "tests": {"written": 0, "outcome": None, "passed": None, "failed": None,
                                       "errors": None, "skipped": None}})
-    assert lines[2:] == ["  plan     not made yet", "  files    0 written: none yet", "  tests    0 written; not run yet"]
+    assert lines[2:] == [
+        "  plan     not made yet", "  files    0 written: none yet", "  tests    0 written; not run yet"]
 
 
 def test_the_diff_stat_counts_each_files_added_and_removed_lines() -> None:
@@ -278,7 +279,8 @@ def test_the_review_brief_says_when_the_planner_made_the_plan_sent_back_again() 
     document["review"]["unchanged_after"] = {"plan_digest": document["review"]["plan_digest"],
                                              "comment": "cover the unicode case", "decided_by": "arn:reviewer"}
     brief = render.review_brief(document, "")
-    assert "arn:reviewer asked for changes to this very plan: cover the unicode case" in section(brief, "Unchanged plan")
+    expected = "arn:reviewer asked for changes to this very plan: cover the unicode case"
+    assert expected in section(brief, "Unchanged plan")
     assert "Unchanged plan" not in render.review_brief(load("run_awaiting_review.json"), "")
 
 

@@ -237,7 +237,8 @@ def test_stale_below_the_replan_limit_replans() -> None:
 
 
 def test_the_replan_limit_does_not_stop_a_run_that_is_merely_unfinished() -> None:
-    assessment = assess(b.ledger(through=Stage.PLAN, replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS, b.read_manifest)
+    assessment = assess(b.ledger(through=Stage.PLAN, replans=MAX_REPLANS + 1), b.snapshot(), MAX_REPLANS,
+                        b.read_manifest)
     assert assessment.next == Stage.EXECUTE.value
 
 

@@ -81,7 +81,8 @@ def render_test_files(plan: Plan) -> dict[str, str]:
     for item in plan.items:
         items_by_path[item.test_path].append(item)
     flags = " | ".join(f"doctest.{flag}" for flag in plan.option_flags) or "0"
-    files = {PACKAGE_MARKER: '"""Tests written by agentledger."""\n', CONFTEST: _CONFTEST_TEMPLATE.format(option_flags=flags)}
+    files = {PACKAGE_MARKER: '"""Tests written by agentledger."""\n',
+             CONFTEST: _CONFTEST_TEMPLATE.format(option_flags=flags)}
     files.update({path: _render_test_module(items) for path, items in sorted(items_by_path.items())})
     return files
 

@@ -20,7 +20,7 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 DocumentedNode = ast.Module | ast.ClassDef | FunctionNode
 MODULE_OBJECT = ""  # the qualified name of a module's own docstring
 SOURCE_ROOTS = ("src",)
-CALLED_ATTRIBUTE = "."  # marks, among the used names, a method name some test calls  # directories that hold packages without being one (the "src layout")
+CALLED_ATTRIBUTE = "."  # marks, among the used names, a method name some test calls
 # Files analysed before, by content: a warm function or `serve` inspecting a repository again
 # (a resume after a source change, the next run) parses only the files that changed.
 ANALYSES_KEPT = 20_000
@@ -105,7 +105,8 @@ def documented_objects(tree: ast.Module) -> Iterator[tuple[str, str, DocumentedN
 
 def _public_definitions(body: list[ast.stmt]) -> list[ast.ClassDef | FunctionNode]:
     by_name = {node.name: node for node in body
-               if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_")}
+               if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+               and not node.name.startswith("_")}
     return sorted(by_name.values(), key=lambda node: node.lineno)
 
 

@@ -102,7 +102,8 @@ class Plan(BaseModel):
         # must be importable, unambiguous and contained.
         seen: set[tuple[str, str]] = set()
         for item in self.items:
-            qualname_ok = item.qualname == MODULE_OBJECT or all(part.isidentifier() for part in item.qualname.split("."))
+            qualname_ok = (item.qualname == MODULE_OBJECT
+                           or all(part.isidentifier() for part in item.qualname.split(".")))
             if module_import_path(item.module_path) is None or "::" not in item.target or not qualname_ok:
                 raise ValueError(f"target {item.target!r} is not 'importable/module.py::qualified.name'")
             if not is_safe_relative_path(item.test_path) or not item.test_path.endswith(".py"):

@@ -101,8 +101,8 @@ def load_config(path: Path) -> Config:
         raise DriverError(f"{CONFIG_FILE} is not a JSON object")
     config = Config(
         install=document.get("install", []),
-        test=document.get("test"),
-        timeout_s=document.get("timeout_s"),
+        test=document.get("test", ""),  # check_config names what is missing or wrong
+        timeout_s=document.get("timeout_s", 0),
         junit=document.get("junit", []),
         env=document.get("env", {}),
         virtualenv=document.get("virtualenv", False),
@@ -467,7 +467,7 @@ def collect_junit(workspace: Workspace) -> list[str]:
 def keep_written_reports(junit: Path) -> list[str]:
     """Only regular XML files within the limits stay (no symlinks: the upload must not carry
     links the orchestrator might follow)."""
-    kept = []
+    kept: list[str] = []
     for directory, _, names in os.walk(junit):
         for name in sorted(names):
             path = Path(directory) / name

@@ -89,10 +89,12 @@ class StageWork:
 
     def inspect(self, ctx: StageContext) -> StageResult:
         inventory = self.agent.inspect(ctx.snapshot)
-        ref = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "inventory.json", inventory.model_dump(mode="json"))
+        ref = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "inventory.json",
+                                      inventory.model_dump(mode="json"))
         manifest = self.artifacts.put_json(ctx.run.run_id, Stage.INSPECT, "source-manifest.json", ctx.snapshot.files)
-        evidence = stage_evidence(Stage.INSPECT, digest({"revision": ctx.snapshot.revision, "tree": ctx.snapshot.tree_digest}),
-                                  ctx.ledger, file_reads(ctx.snapshot.files, ctx.snapshot, manifest))
+        read_from = digest({"revision": ctx.snapshot.revision, "tree": ctx.snapshot.tree_digest})
+        evidence = stage_evidence(Stage.INSPECT, read_from, ctx.ledger,
+                                  file_reads(ctx.snapshot.files, ctx.snapshot, manifest))
         return StageResult([ref, manifest], evidence, changes={"revision": ctx.snapshot.revision})
 
     def plan(self, ctx: StageContext) -> StageResult:
@@ -244,7 +246,8 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         "",
         "## Artifacts",
     ]
-    lines += [f"- {name}: `{a['key']}` (sha256 {a['sha256'][:12]}…)" for name, a in sorted(summary["artifacts"].items())]
+    lines += [f"- {name}: `{a['key']}` (sha256 {a['sha256'][:12]}…)"
+              for name, a in sorted(summary["artifacts"].items())]
     return "\n".join(lines) + "\n"
 
 

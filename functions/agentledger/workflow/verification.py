@@ -132,7 +132,8 @@ class TestBuilds:
         test_run = test_runs.get(input_digest)
         attempt = 1
         if test_run is not None and rerun_reported and test_run.status != BuildStatus.IN_PROGRESS:
-            test_run, attempt = None, test_run.attempt + 1
+            attempt = test_run.attempt + 1
+            test_run = None
         # Only an intent an earlier invocation recorded can have a build it did not get to record.
         intended_before = test_run is not None
         if test_run is None:

@@ -74,7 +74,8 @@ def test_any_test_file_convention_counts_as_testing_a_function(tmp_path, test_fi
 def test_tested_means_imported_or_called_through_the_tests_imports(tmp_path, test_source, tested):
     repo = tmp_path / "repo"
     write(repo, "pkg/__init__.py", "from pkg.calc import add\n")
-    write(repo, "pkg/calc.py", "def add(a, b):\n    return a + b\n\n\nclass Box:\n    def size(self):\n        return 1\n")
+    write(repo, "pkg/calc.py",
+          "def add(a, b):\n    return a + b\n\n\nclass Box:\n    def size(self):\n        return 1\n")
     write(repo, "tests/test_calc.py", test_source)
     inventory = inspect_repository(snapshot_directory(repo))
     calc = {module.path: module for module in inventory.modules}["pkg/calc.py"]
@@ -99,7 +100,8 @@ def test_a_name_only_in_a_test_comment_does_not_count(tmp_path):
 def test_inspecting_again_after_an_edit_describes_the_edited_content(tmp_path):
     repo = make_sample_repo(tmp_path / "repo")
     before = inspect_repository(snapshot_directory(repo))
-    write(repo, "pkg/extra.py", '"""Extra."""\n\n\ndef triple(x):\n    """\n    >>> triple(2)\n    6\n    """\n    return 3 * x\n')
+    write(repo, "pkg/extra.py",
+          '"""Extra."""\n\n\ndef triple(x):\n    """\n    >>> triple(2)\n    6\n    """\n    return 3 * x\n')
     after = inspect_repository(snapshot_directory(repo))
     assert "pkg/extra.py::triple" in after.untested and "pkg/extra.py::triple" not in before.untested
     write(repo, "pkg/extra.py", '"""Extra, now without functions."""\n')

@@ -155,7 +155,8 @@ def test_the_module_docstring_is_a_target_of_its_own(tmp_path):
 
 def test_an_object_whose_examples_are_all_skipped_is_not_planned(tmp_path):
     repo = tmp_path / "repo"
-    write(repo, "slow.py", 'def run_everything():\n    """\n    >>> run_everything()  # doctest: +SKIP\n    True\n    """\n')
+    write(repo, "slow.py",
+          'def run_everything():\n    """\n    >>> run_everything()  # doctest: +SKIP\n    True\n    """\n')
     write(repo, "half.py", 'def f():\n    """\n    >>> f()  # doctest: +SKIP\n    1\n    >>> 2\n    2\n    """\n')
     plan = _plan(repo)
     assert [(skip.target, skip.reason) for skip in plan.skipped] == [

@@ -19,7 +19,8 @@ def test_snapshot_hashes_every_python_source_by_its_bytes(tmp_path):
     repo = make_sample_repo(tmp_path / "repo")
     snapshot = snapshot_directory(repo)
     assert snapshot.root == repo.resolve()
-    assert sorted(snapshot.files) == ["README.md", "pkg/__init__.py", "pkg/broken.py", "pkg/calc.py", "tests/test_calc.py"]
+    assert sorted(snapshot.files) == [
+        "README.md", "pkg/__init__.py", "pkg/broken.py", "pkg/calc.py", "tests/test_calc.py"]
     for path, sha in snapshot.files.items():
         assert sha == hashlib.sha256((repo / path).read_bytes()).hexdigest()
 
