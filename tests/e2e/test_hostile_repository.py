@@ -20,7 +20,7 @@ import pytest
 
 from infra.local.runtime import default_build_cache
 
-from .conftest import PROFILES_DIR, CliResult
+from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -328,3 +328,11 @@ def whisper(text):
     assert "install -r requirements.txt" in output and "six" in output
     assert "Downloading" in output or "Collecting six" in output, output  # fetched, not found on disk
     assert finished["summary"]["tests"]["outcome"] == "passed", output
+
+
+def test_serve_without_the_sandbox_tools_refuses_to_run_builds_and_says_how_to_get_them(tmp_path: Path) -> None:
+    # A PATH that holds none of bwrap, pasta and the util-linux tools around them.
+    refused = run_cli("serve", "--port", str(free_port()), environment={**CLI_ENVIRONMENT, "PATH": str(tmp_path)})
+    assert refused.exit_code == 1, refused
+    assert refused.stderr.startswith("agentledger: refusing to run test builds: the local build sandbox needs bwrap")
+    assert "apt-get install -y bubblewrap passt" in refused.stderr and "--unsafe-local-builds" in refused.stderr
