@@ -329,6 +329,9 @@ class RunService:
     def review(self, run_id: str, body: ReviewRequest, actor: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         run, review = ledger.run, ledger.review
+        if review is not None and review.decision is not None and run.status == RunStatus.AWAITING_REVIEW:
+            raise ReviewRejectedError(f"run {run_id} was already decided ({review.decision} by {review.decided_by}); "
+                                      "the execution is moving on")
         if run.status != RunStatus.AWAITING_REVIEW or review is None or review.decision is not None:
             raise ReviewRejectedError(f"run {run_id} is not waiting for review (status {run.status.value})")
         if body.decision == Verdict.APPROVE and actor == run.requested_by and not self.settings.allow_self_approval:

@@ -47,7 +47,8 @@ def test_a_run_can_be_decided_once(world: World) -> None:
 
     world.run(run_id, _, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE, Stage.VERIFY, Stage.AWAIT_REVIEW)
     assert world.approve(run_id)["delivered"] is True
-    with pytest.raises(ReviewRejectedError, match="not waiting for review"):
+    # The execution has not yet left the review: the refusal says it was decided, and by whom.
+    with pytest.raises(ReviewRejectedError, match=f"already decided \\(approve by {REVIEWER}\\)"):
         world.service.review(run_id, ReviewRequest(decision="request_changes",
                                                    plan_digest=world.ledger.get_run(run_id).plan_digest), REVIEWER)
     assert len(world.executions.answered("success")) == 1
