@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -224,21 +225,31 @@ class LocalCodeBuild:
                     log.write(f"{UNSAFE_WARNING}\n".encode())
                     print(f"{UNSAFE_WARNING} ({build.build_id})", file=sys.stderr, flush=True)
                 env = self._environment(build, buildspec, place.directory)
-                for phase in PHASES:
-                    commands = (buildspec.get("phases", {}).get(phase) or {}).get("commands") or []
-                    # CodeBuild: a failed build phase still runs post_build; a failed install or
-                    # pre_build ends the build.
-                    if not commands or (status != "SUCCEEDED" and phase != "post_build"):
-                        continue
-                    phase_status = self._run_phase(build, place, phase, commands, env, log, deadline)
-                    if phase_status != "SUCCEEDED" and status == "SUCCEEDED":
-                        status = phase_status
-                    if phase_status in ("TIMED_OUT", "STOPPED"):
-                        break
-                log.flush()
-                build.log_tail = _tail(place.log_path)
+                try:
+                    for phase in PHASES:
+                        commands = (buildspec.get("phases", {}).get(phase) or {}).get("commands") or []
+                        # CodeBuild: a failed build phase still runs post_build; a failed install or
+                        # pre_build ends the build.
+                        if not commands or (status != "SUCCEEDED" and phase != "post_build"):
+                            continue
+                        phase_status = self._run_phase(build, place, phase, commands, env, log, deadline)
+                        if phase_status != "SUCCEEDED" and status == "SUCCEEDED":
+                            status = phase_status
+                        if phase_status in ("TIMED_OUT", "STOPPED"):
+                            break
+                finally:  # what the phases (and bwrap, should it fail) wrote, before the room goes
+                    log.flush()
+                    build.log_tail = _tail(place.log_path)
         except SandboxError as error:
             build.log_tail += f"\n[Container] the build's sandbox failed: {error}\n"
+            status = "FAILED"
+        except Exception as error:  # noqa: BLE001 — whatever broke, the build did not succeed
+            # A build is SUCCEEDED only when every phase said so: an error of the runner itself
+            # (a fork refused under load, a wait that timed out) must not read as a passed build.
+            build.log_tail += f"\n[Container] the build runner failed: {type(error).__name__}: {error}\n"
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            print(f"agentledger: local build {build.build_id} failed in the runner: {type(error).__name__}: "
+                  f"{error} ({Path(where.filename).name}:{where.lineno})", file=sys.stderr, flush=True)
             status = "FAILED"
         finally:
             build.record.update(buildStatus="STOPPED" if build.stopped else status, currentPhase="COMPLETED",

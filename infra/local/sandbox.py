@@ -15,10 +15,12 @@ Each phase of a build runs as `nsenter (the room's mount namespace) bwrap ... se
 - the pid namespace ends with its first process (bwrap's, killed with its parent), so nothing
   the build forked, daemons included, outlives the phase; the caller waits until the namespace
   holds no process before it goes on;
-- pasta, attached to the phase's network namespace: outbound connections go out through the
-  host's stack (the package index), the gateway is not mapped to the host, and the one port
+- a phase with a network runs in a network namespace made for it (held by a process of its own)
+  that pasta has finished configuring before bwrap enters it: outbound connections go out through
+  the host's stack (the package index), the gateway is not mapped to the host, and the one port
   forwarded from the namespace's loopback to the host's is the S3 endpoint's (-T PORT), every
-  other host port (-t/-u/-U none, and -T is not `auto`) is not.
+  other host port (-t/-u/-U none, and -T is not `auto`) is not. A phase without one gets bwrap's
+  own empty namespace (a loopback, nothing else).
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ _ROOM_SCRIPT = (
 
 class SandboxError(Exception):
     """The sandbox could not be set up (as opposed to the build failing in it)."""
+
+
 
 
 def sandbox_problem() -> str | None:
@@ -144,57 +148,99 @@ class SandboxSpec:
 
 
 class SandboxedProcess:
-    """One phase's sandbox, started: its process (bwrap), and pasta when it has a network."""
+    """One phase's sandbox, started: its process (bwrap), and, when it has a network, the network
+    namespace it runs in (held by a process of its own) with pasta attached."""
 
     def __init__(self, spec: SandboxSpec, script: str, environment: dict[str, str], mounts: Sequence[Mount],
                  forwarded_port: int | None, network: bool, stdout: IO[bytes] | int) -> None:
-        info_read, info_write = os.pipe()
-        block_read, block_write = os.pipe()
-        argv = ["nsenter", f"--mount={spec.room.mount_namespace}", "--",
-                *_bwrap_arguments(spec, mounts, info_write, block_read),
-                "setpriv", f"--reuid={BUILD_UID}", f"--regid={BUILD_UID}", "--clear-groups", "--no-new-privs",
-                "--inh-caps=-all", "--bounding-set=-all", "--",
-                "prlimit", *spec.rlimits, "--", "bash", "-c", script]
-        self.pasta: subprocess.Popen[bytes] | None = None
+        self.network: _Network | None = None
         self.pid_namespace: str | None = None
-        # The environment reaches the command by inheritance, never as arguments: bwrap's
-        # command line is readable in the namespace (/proc/1/cmdline), its environment is not.
-        self.process = subprocess.Popen(argv, env=environment, stdin=subprocess.DEVNULL, stdout=stdout,
-                                        stderr=subprocess.STDOUT, pass_fds=(info_write, block_read),
-                                        start_new_session=True, umask=SANDBOX_UMASK)
-        os.close(info_write)
-        os.close(block_read)
+        info_read, info_write = os.pipe()
+        try:
+            # The namespace is made and configured by pasta before bwrap enters it: bwrap's own
+            # loopback setup of a namespace pasta is configuring fails now and then
+            # (`loopback: Failed RTM_NEWADDR`), and bwrap sets up no loopback in one it enters.
+            self.network = _Network(forwarded_port) if network else None
+            entered = [f"--net={self.network.namespace}"] if self.network else []
+            argv = ["nsenter", f"--mount={spec.room.mount_namespace}", *entered, "--",
+                    *_bwrap_arguments(spec, mounts, info_write, own_network=not network),
+                    "setpriv", f"--reuid={BUILD_UID}", f"--regid={BUILD_UID}", "--clear-groups", "--no-new-privs",
+                    "--inh-caps=-all", "--bounding-set=-all", "--",
+                    "prlimit", *spec.rlimits, "--", "bash", "-c", script]
+            # The environment reaches the command by inheritance, never as arguments: bwrap's
+            # command line is readable in the namespace (/proc/1/cmdline), its environment is not.
+            self.process = subprocess.Popen(argv, env=environment, stdin=subprocess.DEVNULL, stdout=stdout,
+                                            stderr=subprocess.STDOUT, pass_fds=(info_write,),
+                                            start_new_session=True, umask=SANDBOX_UMASK)
+        except BaseException:
+            os.close(info_read)
+            if self.network is not None:
+                self.network.close()
+            raise
+        finally:
+            os.close(info_write)
         try:
             info = _read_info(info_read)
             self.pid_namespace = f"pid:[{info['pid-namespace']}]"
-            if network:
-                self.pasta = _attach_pasta(int(info["child-pid"]), forwarded_port)
-            os.write(block_write, b"go")  # the command starts once its network is there
-        except (OSError, ValueError, KeyError, SandboxError):
+        except (OSError, ValueError, KeyError, SandboxError) as error:
             self.kill()
-            raise
+            raise SandboxError(f"bwrap ended (exit {self.process.returncode}) before the command started: "
+                                    f"{error}") from None
         finally:
             os.close(info_read)
-            os.close(block_write)
 
     def wait(self, timeout_s: float) -> int:
         return self.process.wait(timeout=timeout_s)
 
     def kill(self) -> None:
         """bwrap dies, its namespace's first process with it (--die-with-parent), and the kernel
-        kills the rest of the namespace; then pasta goes."""
+        kills the rest of the namespace; then the network goes."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
         if self.pid_namespace is not None:
             _wait_until_empty(self.pid_namespace)
-        if self.pasta is not None:
-            if self.pasta.poll() is None:
-                self.pasta.kill()
-            self.pasta.wait()
+        if self.network is not None:
+            self.network.close()
 
 
-def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, block_fd: int) -> list[str]:
+class _Network:
+    """A network namespace held by a sleeping process (killed with this one), with pasta attached
+    and done configuring it."""
+
+    def __init__(self, forwarded_port: int | None) -> None:
+        self._holder = subprocess.Popen(
+            ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--net", "--", "sh", "-c",
+             "echo ready && exec sleep 2147483647"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.pasta: subprocess.Popen[bytes] | None = None
+        assert self._holder.stdout is not None
+        if self._holder.stdout.readline() != b"ready\n":
+            error = self._holder.stderr.read().decode(errors="replace") if self._holder.stderr else ""
+            self.close()
+            raise SandboxError(f"cannot make the build's network namespace: {error.strip()[-300:]}")
+        try:
+            self.pasta = _attach_pasta(self.namespace, forwarded_port)
+        except SandboxError:
+            self.close()
+            raise
+
+    @property
+    def namespace(self) -> str:
+        return f"/proc/{self._holder.pid}/ns/net"
+
+    def close(self) -> None:
+        for process in (self.pasta, self._holder):
+            if process is not None:
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+        for stream in (self._holder.stdout, self._holder.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, own_network: bool) -> list[str]:
     tmp = str(spec.tmp_bytes)
     private = (Path("/tmp"), spec.home, *spec.hidden)
     arguments = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -207,12 +253,15 @@ def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, b
     for mount in every:
         arguments += _parents(mount.target, private)
         arguments += mount.arguments()
+    # Without a network of its own, the phase runs in the network namespace it was started in,
+    # which the caller made for it.
+    unshare_net = ["--unshare-net"] if own_network else []
     return [*arguments,
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", *unshare_net, "--unshare-cgroup-try",
             "--hostname", SANDBOX_HOSTNAME, "--die-with-parent", "--new-session", "--chdir", str(spec.room.source),
             # setpriv needs these two to become uid 65534; it drops every capability as it does.
             "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-            "--info-fd", str(info_fd), "--block-fd", str(block_fd), "--"]
+            "--info-fd", str(info_fd), "--"]
 
 
 def _parents(target: Path, private: Sequence[Path]) -> list[str]:
@@ -241,10 +290,10 @@ def _read_info(descriptor: int) -> dict[str, object]:
             continue
 
 
-def _attach_pasta(child_pid: int, forwarded_port: int | None) -> subprocess.Popen[bytes]:
+def _attach_pasta(network_namespace: str, forwarded_port: int | None) -> subprocess.Popen[bytes]:
     """pasta in the foreground on the sandbox's network namespace; its pid file (a pipe) is
     written once the interface is configured, which is when the command may start."""
-    namespace = os.open(f"/proc/{child_pid}/ns/net", os.O_RDONLY)
+    namespace = os.open(network_namespace, os.O_RDONLY)
     ready_read, ready_write = os.pipe()
     try:
         pasta = subprocess.Popen(
@@ -287,12 +336,20 @@ def _wait_until_empty(pid_namespace: str) -> None:
 
 
 def processes_in(pid_namespace: str) -> list[int]:
+    """The live processes of the namespace. A zombie is left out: it runs nothing, and the
+    namespace's first process, once dead, waits as one until the host's init reaps it (a second
+    or more here), which is not the build's to wait for."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == pid_namespace:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == pid_namespace and not _dead(entry.name):
                     found.append(int(entry.name))
             except OSError:
                 continue  # gone meanwhile
     return found
+
+
+def _dead(pid: str) -> bool:
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")

@@ -37,6 +37,9 @@ REGION = "us-east-1"
 BUCKET = f"agentledger-artifacts-sandbox-{uuid.uuid4().hex[:12]}"
 # The key the links are signed with, as the functions' key locally: the only one the endpoint takes.
 LINK_CREDENTIALS = Credentials("AKIASANDBOXLINKS0000", uuid.uuid4().hex)
+# Ends a broken run of a test that waits for a build's suite to start: on two loaded cores a
+# sandbox takes seconds to set up, not minutes.
+SUITE_START_TIMEOUT_S = 180
 
 
 @dataclass
@@ -156,10 +159,11 @@ def test_a_build_stopped_mid_suite_leaves_nothing_running(sandbox: Sandbox, tmp_
     marker = f"{time.time_ns() % 100000}.7"
     # The driver runs the suite in a session of its own; stopping the build must still reach it.
     build_id = sandbox.start(_repository(tmp_path / "repo", f"sleep 3{marker}"))
-    deadline = time.monotonic() + 30
-    while not _running(f"sleep 3{marker}") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _running(f"sleep 3{marker}"), "the suite never started"
+    deadline = time.monotonic() + SUITE_START_TIMEOUT_S
+    while not _running(f"sleep 3{marker}") and not sandbox.local.wait(build_id, 0.1) and time.monotonic() < deadline:
+        pass
+    [build] = sandbox.local.builds_for(f"run-{sandbox.count}/")
+    assert _running(f"sleep 3{marker}"), f"the suite never started: {build.log_tail}"
 
     sandbox.codebuild.stop_build(id=build_id)
 
@@ -281,3 +285,16 @@ def test_a_build_without_the_sandbox_says_so_in_its_log(sandbox: Sandbox, tmp_pa
     assert finished.status == BuildStatus.SUCCEEDED, finished.log
     assert finished.log.startswith(UNSAFE_WARNING)
     assert UNSAFE_WARNING in capfd.readouterr().err  # and on serve's output
+
+
+def test_a_build_whose_runner_fails_is_failed_not_succeeded(sandbox: Sandbox, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def fork_refused(*args: Any, **kwargs: Any) -> None:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr("infra.local.codebuild.SandboxedProcess", fork_refused)
+    monkeypatch.setattr("infra.local.codebuild._Unsandboxed.start", fork_refused)
+    finished = sandbox.run(_repository(tmp_path / "repo", "true"))
+    assert finished.status == BuildStatus.FAILED
+    assert finished.contents is None
+    assert "the build runner failed: BlockingIOError" in finished.log
