@@ -9,6 +9,7 @@ from typing import Any
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
 )
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 
@@ -57,9 +58,29 @@ def _answers_reach_their_task_while_executions_start() -> Callable[[], None]:
     return uninstall
 
 
+def _a_heartbeat_is_taken_once_the_token_exists() -> Callable[[], None]:
+    """AWS takes SendTaskHeartbeat for any task token it handed out. moto sends the token (the
+    task's message) before it sets up the task's heartbeat clock, and until then answers a
+    heartbeat with InvalidToken (seen: a heartbeat sent as soon as the token arrived, on loaded
+    cores). The clock starts when it is set up, so a heartbeat before it is taken and changes
+    nothing."""
+    original = CallbackEndpoint.notify_heartbeat
+
+    def notify_heartbeat(self: CallbackEndpoint) -> bool:
+        return original(self) if self._heartbeat_endpoint is not None else True
+
+    CallbackEndpoint.notify_heartbeat = notify_heartbeat  # type: ignore[method-assign]
+
+    def uninstall() -> None:
+        CallbackEndpoint.notify_heartbeat = original  # type: ignore[method-assign]
+
+    return uninstall
+
+
 def install() -> Callable[[], None]:
     """Apply every correction; the returned undo gives moto back its own behaviour."""
     with ExitStack() as undo:
         undo.callback(_answered_task_token_is_not_lost())
         undo.callback(_answers_reach_their_task_while_executions_start())
+        undo.callback(_a_heartbeat_is_taken_once_the_token_exists())
         return undo.pop_all().close

@@ -53,3 +53,31 @@ def _finished(sfn, execution: str) -> tuple[str, object]:
         if described["status"] != "RUNNING" or time.monotonic() > deadline:
             return described["status"], json.loads(described.get("output") or "null")
         time.sleep(0.1)
+
+
+def test_a_heartbeat_sent_as_soon_as_the_token_arrives_is_taken(runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto sends the token before it sets up the task's heartbeat clock; a slow set-up (loaded
+    cores) is made slower here, so the heartbeat lands in between, as the review keeper's can."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+
+    set_up = CallbackEndpoint.setup_heartbeat_endpoint
+
+    def slow_set_up(self, heartbeat_seconds):
+        time.sleep(1.5)
+        return set_up(self, heartbeat_seconds)
+
+    monkeypatch.setattr(CallbackEndpoint, "setup_heartbeat_endpoint", slow_set_up)
+    sfn, sqs = runtime.client("stepfunctions"), runtime.client("sqs")
+    name = uuid.uuid4().hex[:8]
+    queue = sqs.create_queue(QueueName=f"tokens-{name}")["QueueUrl"]
+    waiting = sfn.create_state_machine(name=f"beats-{name}", roleArn=ROLE, definition=json.dumps({
+        "StartAt": "Wait for an answer", "States": {"Wait for an answer": {
+            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "HeartbeatSeconds": 600,
+            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}))
+    execution = sfn.start_execution(stateMachineArn=waiting["stateMachineArn"], name="beats")["executionArn"]
+    token = _token(sqs, queue)
+
+    sfn.send_task_heartbeat(taskToken=token)
+    sfn.send_task_success(taskToken=token, output=json.dumps({"answered": True}))
+
+    assert _finished(sfn, execution) == ("SUCCEEDED", {"answered": True})
