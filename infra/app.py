@@ -30,9 +30,12 @@ DEFAULT_REVIEW_EMPTY_PLANS = False  # ask a person to review a plan that writes 
 DEFAULT_AGENT = ""  # "package.module:factory" of a custom agent; "" is the reference agent
 DEFAULT_MAX_REPLANS = 3  # how often stale context may replan a run before it goes to a person
 DEFAULT_WORKSPACE_RETENTION_HOURS = 24  # how long a failed attempt's workspace and unread tarballs stay
-PLANNERS = ("docstring-examples", "bedrock")
-# The planner's defaults are PlannerConfig's: the reference agent's own planner, no model called.
+PLANNERS = ("pynguin", "doctest", "bedrock")
+# The planner's defaults are PlannerConfig's: Pynguin, no model called.
 DEFAULT_PLANNER = PlannerConfig.planner
+DEFAULT_GENERATION_MODULE_SECONDS = PlannerConfig.generation_module_seconds
+DEFAULT_GENERATION_RUN_SECONDS = PlannerConfig.generation_run_seconds
+DEFAULT_GENERATION_ITERATIONS = PlannerConfig.generation_iterations
 DEFAULT_BEDROCK_MODEL_ID = PlannerConfig.model_id
 DEFAULT_BEDROCK_MAX_TOKENS = PlannerConfig.max_tokens
 DEFAULT_BEDROCK_TEMPERATURE = PlannerConfig.temperature
@@ -156,6 +159,12 @@ def build_app(
         ),
         planner=PlannerConfig(
             planner=_choice("planner", _context(app, "planner", DEFAULT_PLANNER), PLANNERS),
+            generation_module_seconds=_positive_int(
+                "generationModuleSeconds", _context(app, "generationModuleSeconds", DEFAULT_GENERATION_MODULE_SECONDS)),
+            generation_run_seconds=_positive_int(
+                "generationRunSeconds", _context(app, "generationRunSeconds", DEFAULT_GENERATION_RUN_SECONDS)),
+            generation_iterations=_positive_int(
+                "generationIterations", _context(app, "generationIterations", DEFAULT_GENERATION_ITERATIONS)),
             model_id=str(_context(app, "bedrockModelId", DEFAULT_BEDROCK_MODEL_ID)),
             max_tokens=_positive_int("bedrockMaxTokens", _context(app, "bedrockMaxTokens", DEFAULT_BEDROCK_MAX_TOKENS)),
             temperature=_temperature(_context(app, "bedrockTemperature", DEFAULT_BEDROCK_TEMPERATURE)),

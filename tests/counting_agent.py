@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentledger.agent import ReferenceAgent
+from agentledger.agent import DocstringExamplePlanner, ReferenceAgent
 
 SPEC = "tests.counting_agent:CountingAgent"
 _calls: Counter[tuple[str, str]] = Counter()
@@ -31,6 +31,12 @@ def calls(method: str, where: str | os.PathLike[str]) -> int:
 
 
 class CountingAgent(ReferenceAgent):
+    """The docstring-example writer: the durable layer's tests need real builds, not Pynguin's
+    minute of search per run (tests/e2e/test_generation.py runs Pynguin)."""
+
+    def __init__(self) -> None:
+        super().__init__(planner=DocstringExamplePlanner())
+
     def inspect(self, snapshot: Any) -> Any:
         _count("inspect", snapshot.root)
         return super().inspect(snapshot)

@@ -16,6 +16,8 @@ from typing import Annotated, Self, cast
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from .agent.planner import GenerationLimits
+
 
 class SettingsError(RuntimeError):
     """The function's environment lacks a setting, or holds one that does not parse."""
@@ -78,8 +80,12 @@ class WorkflowSettings(FunctionSettings):
     test_timeout_limit_s: int = Field(validation_alias="AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", gt=0)
     # "package.module:factory" of a custom agent; empty is the reference agent.
     agent_spec: str = Field(validation_alias="AGENTLEDGER_AGENT")
-    # Which planner the reference agent uses: "docstring-examples" (no model) or "bedrock".
+    # Which writer the reference agent plans for: "pynguin", "doctest" or "bedrock" (a model).
     planner: str = Field(validation_alias="AGENTLEDGER_PLANNER", min_length=1)
+    # The caps on test generation a repository can only lower (the generation* context keys).
+    generation_module_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_MODULE_SECONDS", gt=0)
+    generation_run_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_RUN_SECONDS", gt=0)
+    generation_iterations: int = Field(validation_alias="AGENTLEDGER_GENERATION_ITERATIONS", gt=0)
     bedrock_model_id: str = Field(validation_alias="AGENTLEDGER_BEDROCK_MODEL_ID")
     bedrock_max_tokens: int = Field(validation_alias="AGENTLEDGER_BEDROCK_MAX_TOKENS", gt=0)
     bedrock_temperature: float = Field(validation_alias="AGENTLEDGER_BEDROCK_TEMPERATURE", ge=0, le=1)
@@ -94,9 +100,14 @@ class WorkflowSettings(FunctionSettings):
     def workspace_retention_s(self) -> float:
         return self.workspace_retention_hours * 3600
 
+    @property
+    def generation_limits(self) -> GenerationLimits:
+        return GenerationLimits(module_seconds=self.generation_module_seconds,
+                                run_seconds=self.generation_run_seconds, iterations=self.generation_iterations)
 
-class VerifySettings(WorkflowSettings):
-    """The verify stage: it starts the test builds."""
+
+class BuildSettings(WorkflowSettings):
+    """The stages that start builds in the sandbox: execute (writing tests) and verify (the suite)."""
 
     test_build_project: str = Field(validation_alias="TEST_BUILD_PROJECT_NAME", min_length=1)
 

@@ -46,6 +46,7 @@ from .freshness import Entrance, require_fresh_upstream
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
 from .states import EFFECTS, DecisionKind, RunOutcome
+from .workflow.writing import GenerationReport, value_markdown
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
 FILES_ARTIFACT = "files_artifact"
@@ -105,6 +106,8 @@ class EffectRunner:
             return f"no {receiver} receiver is configured; {name} skipped"
         if name == "pull_request" and ledger.run.outcome == RunOutcome.EMPTY_PLAN_REVIEWED:
             return "the approved plan writes no files; no pull request"
+        if name == "pull_request" and ledger.run.outcome == RunOutcome.NO_TESTS_KEPT:
+            return "no candidate test passed the filters; no pull request"
         return None
 
     def _require_links(self, ledger: Ledger, name: str) -> None:
@@ -243,9 +246,11 @@ def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     committed = ledger.committed_keys()
     files = next(ref for ref in reversed(ledger.artifacts) if ref.name == "test-files.json" and ref.key in committed)
     review = ledger.review
+    generation = _generation(ledger, artifacts)
     lines = [
         f"Tests written by agentledger run `{run.run_id}` for: {run.request}",
         "",
+        *([*value_markdown(generation), ""] if generation else []),
         f"- **Plan digest:** `{run.plan_digest}`",
         f"- **Requested by:** {run.requested_by or 'unknown'}",
         f"- **Approved by:** {(review.decided_by if review else None) or 'unknown'}",
@@ -257,6 +262,13 @@ def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     return {"title": f"agentledger: tests for {_repository_name(ledger)} ({run.run_id})", "body": "\n".join(lines),
             "commit_message": f"Add tests written by agentledger run {run.run_id}\n\n{run.request}",
             FILES_ARTIFACT: files.model_dump(mode="json")}
+
+
+def _generation(ledger: Ledger, artifacts: ArtifactPort) -> GenerationReport | None:
+    committed = ledger.committed_keys()
+    ref = next((ref for ref in reversed(ledger.artifacts) if ref.name == "generation.json" and ref.key in committed),
+               None)
+    return GenerationReport.model_validate(artifacts.get_json(ref)) if ref else None
 
 
 def _ticket(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:

@@ -43,6 +43,11 @@ class VerificationFailedError(LedgerError):
     """The test command ran and failed: a person has to look at the generated tests."""
 
 
+class GenerationFailedError(LedgerError):
+    """The build that writes and filters candidate tests did not finish its work (it failed, timed
+    out, or its results could not be read): a person has to look at its output."""
+
+
 class NoTestsRanError(LedgerError):
     """The test run passed without executing a single test: it shows nothing about the change."""
 

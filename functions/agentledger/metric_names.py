@@ -22,5 +22,16 @@ MODEL_INPUT_TOKENS = "ModelInputTokens"
 MODEL_OUTPUT_TOKENS = "ModelOutputTokens"
 MODEL_LATENCY = "ModelLatency"  # seconds per call
 MODEL_COST = "ModelEstimatedCostUSD"  # from the price table in configuration
+# The execute stage's funnel: candidates written, those past each filter, those kept, and the
+# points of line coverage the kept ones add to the targeted modules.
+CANDIDATES_GENERATED = "CandidatesGenerated"
+CANDIDATES_KEPT = "CandidatesKept"
+CANDIDATES_PAST_FILTER = {
+    "build": "CandidatesBuilt",
+    "pass_alone": "CandidatesPassedAlone",
+    "pass_with_suite": "CandidatesPassedWithSuite",
+    "coverage": "CandidatesAddedCoverage",
+}
+COVERAGE_GAINED = "CoverageGained"
 
 STAGE_DIMENSION = "Stage"

@@ -144,6 +144,9 @@ class TestRun(Record):
 
     __test__ = False  # not a pytest class
     digest: str
+    # The stage whose build it is: verify runs the suite, execute writes and filters candidate
+    # tests (records of release 1 were all verify's).
+    stage: Stage = Stage.VERIFY
     attempt: int = 1  # a person's resume after reported results builds the same inputs again
     status: BuildStatus = BuildStatus.IN_PROGRESS
     build_id: str | None = None  # None between recording the intent and CodeBuild's answer
@@ -155,8 +158,10 @@ class TestRun(Record):
     report: dict[str, Any] | None = None  # command.json once the results were read: outcome, reason, counts
 
     def marker(self, run_id: str) -> str:
-        """What the build carries as AGENTLEDGER_TEST_RUN, to be found again."""
-        return f"{run_id}/{self.digest}#{self.attempt}"
+        """What the build carries as AGENTLEDGER_TEST_RUN, to be found again: "<run id>/<digest>#<attempt>"
+        for the suite (as release 1 wrote it), "<run id>/execute/<digest>#<attempt>" for test writing."""
+        stage = "" if self.stage == Stage.VERIFY else f"{self.stage.value}/"
+        return f"{run_id}/{stage}{self.digest}#{self.attempt}"
 
 
 class BuildRequest(Record):
@@ -277,5 +282,7 @@ class Ledger(Record):
                  if effect.kind == kind and effect.status == EffectStatus.CONFIRMED]
         return found[-1] if found else None
 
-    def latest_test_run(self) -> TestRun | None:
-        return max(self.test_runs.values(), key=lambda test_run: test_run.created_at, default=None)
+    def latest_test_run(self, stage: Stage = Stage.VERIFY) -> TestRun | None:
+        """The newest build of `stage` (verify's run the suite; execute's write the tests)."""
+        return max((test_run for test_run in self.test_runs.values() if test_run.stage == stage),
+                   key=lambda test_run: test_run.created_at, default=None)

@@ -68,14 +68,17 @@ RECORD_KINDS: tuple[RecordKind, ...] = (
     RecordKind(Effect, "EFFECT", lambda r: f"EFFECT#{r.key}",
                lambda ledger, r: ledger.effects.__setitem__(r.key, r), 1),
     RecordKind(TestRun, "TESTRUN", lambda r: f"TESTRUN#{r.digest}",
-               lambda ledger, r: ledger.test_runs.__setitem__(r.digest, r), 1),
+               lambda ledger, r: ledger.test_runs.__setitem__(r.digest, r), 2),
 )
 KIND_BY_MODEL = {kind.model: kind for kind in RECORD_KINDS}
 KIND_BY_PREFIX = {kind.prefix: kind for kind in RECORD_KINDS}
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 # (prefix of the kind, version) -> what turns a stored item of that version into the next one's shape.
-UPGRADES: dict[tuple[str, int], Upgrade] = {}
+UPGRADES: dict[tuple[str, int], Upgrade] = {
+    # Version 2 names the stage a build is for; every build of version 1 was verify's.
+    ("TESTRUN", 1): lambda item: {**item, "stage": "verify"},
+}
 
 
 def new_decision(kind: DecisionKind, summary: str, details: dict[str, Any], execution: str | None = None,

@@ -17,6 +17,7 @@ from .errors import (
     EffectInProgressError,
     EffectRejectedError,
     EffectUnconfirmedError,
+    GenerationFailedError,
     NoTestsRanError,
     StaleContextError,
     SupersededExecutionError,
@@ -188,6 +189,8 @@ WHY_A_PERSON: dict[str, str] = {
                                      "check the receiver before resuming",
     EffectRejectedError.__name__: "the receiver refused an external write; fix its configuration",
     VerificationFailedError.__name__: "the test run failed; see test-output.txt and test-results.json",
+    GenerationFailedError.__name__: "the build that writes and checks the candidate tests did not finish; "
+                                    "see generation-output.txt",
     NoTestsRanError.__name__: "no test executed, so nothing shows the change works",
     PlannerOutputError.__name__: "the model's plan did not validate after the re-asks; "
                                  "see the plan stage's model calls",

@@ -55,11 +55,14 @@ class RunStatus(StrEnum):
 
 
 class RunOutcome(StrEnum):
-    """What a run came to, decided by its plan."""
+    """What a run came to, decided by its plan (and by what the execute stage's filters kept)."""
 
     CHANGES_PROPOSED = "changes_proposed"
     NOTHING_TO_DO = "nothing_to_do"  # the plan writes nothing: no review, no ticket, no pull request
     EMPTY_PLAN_REVIEWED = "empty_plan_reviewed"  # it writes nothing, and the deployment asks a person anyway
+    # No candidate passed the filters: the reviewer still sees the funnel and the findings, and no
+    # pull request is opened.
+    NO_TESTS_KEPT = "no_tests_kept"
 
 
 class StageStatus(StrEnum):

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from agentledger.config import VerifySettings, WorkflowSettings
+from agentledger.config import BuildSettings, WorkflowSettings
 from agentledger.models import Stage
 
 from .events import StageEvent
@@ -29,6 +29,6 @@ def stage_handler(stage: Stage, settings: type[WorkflowSettings] = WorkflowSetti
 
 inspect = stage_handler(Stage.INSPECT)
 plan = stage_handler(Stage.PLAN)
-execute = stage_handler(Stage.EXECUTE)
-verify = stage_handler(Stage.VERIFY, VerifySettings)
+execute = stage_handler(Stage.EXECUTE, BuildSettings)
+verify = stage_handler(Stage.VERIFY, BuildSettings)
 complete = stage_handler(Stage.COMPLETE)

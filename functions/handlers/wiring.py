@@ -23,13 +23,20 @@ from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRe
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.adapters.stepfunctions import ExecutionControl
-from agentledger.agent import Agent, BedrockPlanner, BedrockSettings, ReferenceAgent, load_agent
+from agentledger.agent import (
+    Agent,
+    BedrockPlanner,
+    BedrockSettings,
+    DocstringExamplePlanner,
+    ReferenceAgent,
+    load_agent,
+)
 from agentledger.config import (
     ApiSettings,
+    BuildSettings,
     EffectSettings,
     FunctionSettings,
     KeeperSettings,
-    VerifySettings,
     WorkflowSettings,
 )
 from agentledger.cursors import CursorSeal
@@ -107,22 +114,27 @@ def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, Sou
 def workflow(settings: WorkflowSettings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
     builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"), artifacts)
-              if isinstance(settings, VerifySettings) else None)
+              if isinstance(settings, BuildSettings) else None)
     executions = (ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
                   if isinstance(settings, KeeperSettings) else None)
     return Workflow(settings, ledger, artifacts, sources, _agent(settings), executions, sink, builds)
 
 
 def _agent(settings: WorkflowSettings) -> Agent:
-    """A custom agent if one is configured, else the reference agent with the configured planner."""
-    if settings.agent_spec or settings.planner != "bedrock":
-        return load_agent(settings.agent_spec or None)
+    """A custom agent if one is configured, else the reference agent with the configured writer."""
+    if settings.agent_spec:
+        return load_agent(settings.agent_spec)
+    limits = settings.generation_limits
+    if settings.planner == "doctest":
+        return ReferenceAgent(planner=DocstringExamplePlanner(limits), limits=limits)
+    if settings.planner != "bedrock":
+        return ReferenceAgent(limits=limits)
     client = boto3.Session(profile_name=settings.bedrock_profile).client("bedrock-runtime")
     planner = BedrockPlanner(client, BedrockSettings(
         model_id=settings.bedrock_model_id, max_tokens=settings.bedrock_max_tokens,
         temperature=settings.bedrock_temperature, max_reasks=settings.bedrock_max_reasks,
-        prices={"input": settings.bedrock_prices[0], "output": settings.bedrock_prices[1]}))
-    return ReferenceAgent(planner=planner)
+        prices={"input": settings.bedrock_prices[0], "output": settings.bedrock_prices[1]}), limits)
+    return ReferenceAgent(planner=planner, limits=limits)
 
 
 def _receivers(settings: EffectSettings) -> dict[str, Receiver]:

@@ -25,6 +25,7 @@ EFFECT_FIELDS = ("kind", "status", "receiver", "receiver_id", "attempts", "key",
 METRICS_TIMINGS = ("time_to_handoff_s", "review_wait_s")
 BOX_WIDTH = 96
 REQUEST_COLUMN_WIDTH = 40
+REVIEW_DIFF_LINES = 120  # of the diff the review shows after the summary; `agentledger diff` shows all
 
 
 # -- small formatting helpers ----------------------------------------------------------------
@@ -250,8 +251,11 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
     lines = ["Summary", f"  asked    {truncate(brief['request'], BOX_WIDTH)}"]
     if brief.get("outcome") == "nothing_to_do":
         lines.append("  outcome  nothing to do: the plan writes no files, so nothing is reviewed, ticketed or opened")
+    if brief.get("outcome") == "no_tests_kept":
+        lines.append("  outcome  no candidate test passed the filters: the findings are the result, no pull request")
     if brief.get("pull_request"):
         lines.append(f"  pull     {brief['pull_request']}")
+    lines += _value(brief.get("generation"))
     plan = brief.get("plan")
     if plan is None:
         lines.append("  plan     not made yet")
@@ -271,6 +275,26 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
              f"{tests['skipped']} skipped" if tests.get("passed") is not None
              else (tests.get("outcome") or ("none run" if idle else "not run yet")))
     lines.append(f"  tests    {tests['written']} written; {shown}")
+    return lines
+
+
+def _value(generation: Mapping[str, Any] | None) -> list[str]:
+    """What the kept tests are worth, before anything else: the funnel, coverage, findings."""
+    if not generation:
+        return []
+    lines = [f"  kept     {generation['funnel']}"]
+    lines += [f"  covers   {line}" if number == 0 else f"           {line}"
+              for number, line in enumerate(generation["coverage"] or ["no targeted module measured"])]
+    if generation["coverage"]:
+        gained = generation['coverage_gained']
+        lines.append(f"           {gained:+.1f} points of line coverage over the targeted modules")
+    findings = generation["findings"]
+    if findings:
+        lines.append(f"  findings {generation['findings_total']} input(s) that raise where nothing said they should:")
+        lines += [f"           {truncate(line, BOX_WIDTH)}" for line in findings]
+        if generation["findings_total"] > len(findings):
+            lines.append(f"           … and {generation['findings_total'] - len(findings)} more "
+                         "(`agentledger artifact RUN generation.json`)")
     return lines
 
 
@@ -309,8 +333,18 @@ def review_brief(document: Mapping[str, Any], diff: str) -> str:
         _tests(document.get("test_runs") or {}),
         ["Evidence", *[f"  {EVIDENCE_GLYPHS.get(s['status'], '?')} {name:<13} {s['status']:<8} {s['reason']}"
                        for name, s in statuses.items()]],
+        _diff_excerpt(diff),
     ]
     return "\n\n".join("\n".join(section) for section in sections if section)
+
+
+def _diff_excerpt(diff: str) -> list[str]:
+    lines = diff.splitlines()
+    if not lines:
+        return []
+    shown = lines[:REVIEW_DIFF_LINES]
+    more = [f"… {len(lines) - len(shown)} more line(s): `agentledger diff RUN`"] if len(lines) > len(shown) else []
+    return ["Diff", *shown, *more]
 
 
 def _section(title: str, lines: list[str]) -> list[str]:
@@ -402,7 +436,12 @@ def _tests(test_runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for run in sorted(test_runs.values(), key=lambda r: r.get("created_at") or "", reverse=True):
         report = run.get("report") or {}
         build = f"build {run.get('build_id') or '(starting)'} {run.get('status', '?')}"
-        lines.append(f"  {report.get('outcome', 'running'):<14} {build}, inputs {run['digest'][:12]}")
+        purpose = "writes tests" if run.get("stage") == "execute" else "runs the suite"
+        lines.append(f"  {report.get('outcome', 'running'):<14} {build} ({purpose}), inputs {run['digest'][:12]}")
+        if run.get("stage") == "execute":
+            if report.get("reason"):
+                lines.append(f"    {report['reason']}")
+            continue
         if report:
             lines.append(f"    {report.get('reason', '')}")
             counts = report.get("counts")

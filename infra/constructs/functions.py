@@ -81,9 +81,14 @@ class FunctionSpec:
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    """The reference agent's planner, as the planner and bedrock* context keys choose it."""
+    """The reference agent's writer, as the planner, generation* and bedrock* context keys choose it."""
 
-    planner: str = "docstring-examples"
+    planner: str = "pynguin"
+    # The caps on test generation that a repository can only lower: Pynguin's search per module and
+    # per run, and its iteration bound (the same inputs give the same tests while it holds).
+    generation_module_seconds: int = 60
+    generation_run_seconds: int = 600
+    generation_iterations: int = 1000
     model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     max_tokens: int = 4096
     temperature: float = 0.0  # plans should not vary from call to call
@@ -91,7 +96,11 @@ class PlannerConfig:
     max_reasks: int = 2  # how often an answer that is not a valid plan goes back to the model with its errors
 
     def environment(self) -> dict[str, str]:
-        return {"AGENTLEDGER_PLANNER": self.planner, "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
+        return {"AGENTLEDGER_PLANNER": self.planner,
+                "AGENTLEDGER_GENERATION_MODULE_SECONDS": str(self.generation_module_seconds),
+                "AGENTLEDGER_GENERATION_RUN_SECONDS": str(self.generation_run_seconds),
+                "AGENTLEDGER_GENERATION_ITERATIONS": str(self.generation_iterations),
+                "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
                 "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens),
                 "AGENTLEDGER_BEDROCK_TEMPERATURE": str(self.temperature), "AGENTLEDGER_BEDROCK_PRICES": self.prices,
                 "AGENTLEDGER_BEDROCK_MAX_REASKS": str(self.max_reasks)}
@@ -112,7 +121,12 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     FunctionSpec("AssessFunction", "handlers.control.assess", 60, artifacts=Access.READ),
     FunctionSpec("InspectFunction", "handlers.stages.inspect", 300),
     FunctionSpec("PlanFunction", "handlers.stages.plan", 300, plans=True),
-    FunctionSpec("ExecuteFunction", "handlers.stages.execute", 300),
+    FunctionSpec(
+        "ExecuteFunction", "handlers.stages.execute", 300,
+        # Renders the candidates and packages them; writing and filtering them runs in a build.
+        memory_mb=512,
+        starts_test_builds=True,
+    ),
     FunctionSpec(
         "VerifyFunction", "handlers.stages.verify", 120,
         # Packages the inputs and reads back the results; the suite itself runs in a build.

@@ -67,6 +67,8 @@ from .sandbox import (
 PHASES = ("install", "pre_build", "build", "post_build")
 LOG_TAIL_BYTES = 64 << 10
 INSTALL_PHASE = "pre_build"  # the buildspec's phase that runs `driver.py install`
+TOOLS_PHASE = "install"  # the buildspec's phase that runs `driver.py tools`: no repository command runs in it
+TOOLS_LOCK = "tools"
 VENV_NAME = re.compile(r"[0-9a-f]{24}")
 CACHE_KEY_TIMEOUT_S = 60
 UNSAFE_WARNING = ("agentledger: UNSAFE: this build runs without a sandbox (--unsafe-local-builds): the code under "
@@ -120,11 +122,12 @@ class LocalCodeBuild:
         self._lock = threading.Lock()
 
     # -- what tests and people look at ------------------------------------------------------
-    def builds_for(self, test_run_prefix: str) -> list[LocalBuild]:
-        """Builds started for test runs whose id ("<run id>/<digest>") starts with the prefix."""
+    def builds_for(self, run_id: str, stage: str = "verify") -> list[LocalBuild]:
+        """The builds started for one run's stage: verify's run the suite, execute's write tests
+        (their marker says which: "<run id>/<digest>#n", "<run id>/execute/<digest>#n")."""
         with self._lock:
-            return [b for b in self._builds.values()
-                    if b.variables.get(TEST_RUN_VARIABLE, "").startswith(test_run_prefix)]
+            return [b for b in self._builds.values() if _stage_of(b.variables.get(TEST_RUN_VARIABLE, ""), run_id)
+                    == stage]
 
     def wait(self, build_id: str, timeout_s: float) -> bool:
         return self._builds[build_id].done.wait(timeout_s)
@@ -386,6 +389,7 @@ class _Sandboxed(_Place):
                                 toolchain=tuple(toolchain_mounts(os.environ.get("PATH", ""), home)),
                                 tmp_bytes=runner.limits.tmp_bytes, rlimits=tuple(runner.limits.options()))
         self.venvs = runner.cache_dir / "venvs"
+        self.tools = runner.cache_dir / "tools"
 
     @contextmanager
     def phase(self, phase: str, env: dict[str, str]) -> Iterator[list[Mount]]:
@@ -394,8 +398,14 @@ class _Sandboxed(_Place):
         on a miss, the one entry its inputs name, writable. The entry is kept only if the install
         marked it installed; then it is made root's, so no later build's uid can change it."""
         self.venvs.mkdir(parents=True, exist_ok=True)
+        self.tools.mkdir(parents=True, exist_ok=True)
         cache = Path(env[CACHE_VARIABLE])
         mounts = [Mount(self.room.cache, cache, writable=True), Mount(self.venvs, cache / "venvs", writable=False)]
+        if phase == TOOLS_PHASE:
+            with self._tools_installing():
+                yield [*mounts, Mount(self.tools, cache / "tools", writable=True)]
+            return
+        mounts.append(Mount(self.tools, cache / "tools", writable=False))
         venv = self._venv_name(env) if phase == INSTALL_PHASE else None
         if venv is None:
             yield mounts
@@ -415,6 +425,26 @@ class _Sandboxed(_Place):
                     _make_root_owned(entry)
                 else:
                     shutil.rmtree(entry, ignore_errors=True)
+
+    @contextmanager
+    def _tools_installing(self) -> Iterator[None]:
+        """agentledger's own tools (named by their pins, shared by every repository) are written only
+        in the phase where nothing of the repository's runs, one build at a time; what a finished
+        install marked is then made root's, and what an unfinished one left is removed."""
+        with self.runner._install_lock(TOOLS_LOCK):
+            for entry in self.tools.iterdir():
+                if not (entry / build_driver.TOOLS_MARKER).exists():
+                    shutil.rmtree(entry, ignore_errors=True)
+            os.chown(self.tools, BUILD_UID, BUILD_UID)
+            try:
+                yield
+            finally:
+                for entry in self.tools.iterdir():
+                    if (entry / build_driver.TOOLS_MARKER).exists():
+                        _make_root_owned(entry)
+                    else:
+                        shutil.rmtree(entry, ignore_errors=True)
+                os.chown(self.tools, 0, 0)
 
     def _venv_name(self, env: dict[str, str]) -> str | None:
         """Asked of the driver before any of the repository's commands ran (only the input's
@@ -438,6 +468,13 @@ class _Sandboxed(_Place):
     def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
         return _SandboxedPhase(SandboxedProcess(self.spec, script, env, mounts, self.runner.forwarded_port,
                                                 network=True, stdout=log))
+
+
+def _stage_of(marker: str, run_id: str) -> str | None:
+    if not marker.startswith(f"{run_id}/"):
+        return None
+    rest = marker.removeprefix(f"{run_id}/")
+    return rest.split("/", 1)[0] if "/" in rest.split("#", 1)[0] else "verify"
 
 
 def _make_root_owned(tree: Path) -> None:

@@ -44,7 +44,8 @@ def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_pla
         ledger_table="ledger", artifact_bucket="memory-bucket", idempotency_table="idempotency",
         environment="dev", state_machine_arn="arn:memory:stateMachine:run", workspace_root=workspace_root,
         max_replans=max_replans, review_empty_plans=review_empty_plans, workspace_retention_hours=24,
-        test_timeout_limit_s=3600, agent_spec="", planner="docstring-examples", bedrock_model_id="",
+        test_timeout_limit_s=3600, agent_spec="", planner="pynguin", generation_module_seconds=60,
+        generation_run_seconds=600, generation_iterations=1000, bedrock_model_id="",
         bedrock_max_tokens=4096, bedrock_temperature=0.0, bedrock_max_reasks=2, bedrock_prices=(0.0, 0.0),
         notification_topic_arn="arn:memory:topic", github_api_url="https://github.invalid",
         github_repository="", github_base_branch="main", github_token_secret_arn="arn:memory:secret",
@@ -73,8 +74,11 @@ class World:
         return created["run_id"], created["execution"]
 
     def run(self, run_id: str, execution: str, *stages: Stage) -> None:
+        """Each stage, called again while its build runs, as the state machine's wait loop does."""
         for stage in stages:
-            self.workflow.run_stage(stage, run_id, execution, TOKEN if stage == Stage.AWAIT_REVIEW else None)
+            token = TOKEN if stage == Stage.AWAIT_REVIEW else None
+            while not self.workflow.run_stage(stage, run_id, execution, token)["done"]:
+                pass
 
     def to_review(self, key: str = "key-1") -> tuple[str, str]:
         run_id, execution = self.create(key)

@@ -120,7 +120,7 @@ def test_function_environment(resources, logical_id, name: str) -> None:
         }
     else:
         assert "STATE_MACHINE_ARN" not in variables
-    assert ("TEST_BUILD_PROJECT_NAME" in variables) == (name == "VerifyFunction")
+    assert ("TEST_BUILD_PROJECT_NAME" in variables) == (name in ("ExecuteFunction", "VerifyFunction"))
     assert EFFECT_ENVIRONMENT & set(variables) == (EFFECT_ENVIRONMENT if name in EFFECT_DELIVERERS else set())
 
 

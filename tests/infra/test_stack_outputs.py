@@ -28,6 +28,9 @@ CUSTOM_CONTEXT = {
     "reviewEmptyPlans": "true",
     "agent": "",
     "planner": "bedrock",
+    "generationModuleSeconds": "30",
+    "generationRunSeconds": "300",
+    "generationIterations": "500",
     "bedrockModelId": "amazon.nova-micro-v1:0",
     "bedrockMaxTokens": "2048",
     "bedrockTemperature": "0.2",
@@ -49,6 +52,9 @@ DEFAULTS = {
     "reviewEmptyPlans": infra_app.DEFAULT_REVIEW_EMPTY_PLANS,
     "agent": infra_app.DEFAULT_AGENT,
     "planner": infra_app.DEFAULT_PLANNER,
+    "generationModuleSeconds": infra_app.DEFAULT_GENERATION_MODULE_SECONDS,
+    "generationRunSeconds": infra_app.DEFAULT_GENERATION_RUN_SECONDS,
+    "generationIterations": infra_app.DEFAULT_GENERATION_ITERATIONS,
     "bedrockModelId": infra_app.DEFAULT_BEDROCK_MODEL_ID,
     "bedrockMaxTokens": infra_app.DEFAULT_BEDROCK_MAX_TOKENS,
     "bedrockTemperature": infra_app.DEFAULT_BEDROCK_TEMPERATURE,
@@ -154,6 +160,8 @@ def test_the_planner_and_its_model_come_from_context(custom_template: Template) 
         "bedrock", "amazon.nova-micro-v1:0", "2048", "0.2", "0.000035,0.00014", "1")
     assert functions["EffectFunction"]["Properties"]["Environment"]["Variables"]["GITHUB_BASE_BRANCH"] == "trunk"
     assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
+    assert (variables["AGENTLEDGER_GENERATION_MODULE_SECONDS"], variables["AGENTLEDGER_GENERATION_RUN_SECONDS"],
+            variables["AGENTLEDGER_GENERATION_ITERATIONS"]) == ("30", "300", "500")
 
 
 def _bedrock_statements(template: Template) -> dict[str, list[dict]]:

@@ -26,7 +26,8 @@ from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
 from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_URL_VARIABLE
-from agentledger.workflow.verification import OutputContents, package_inputs, read_output_archive
+from agentledger.workflow.builds import control_files, package, repository_files
+from agentledger.workflow.verification import OutputContents, read_output_archive
 from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
 from infra.local.s3_endpoint import LocalS3Endpoint
 
@@ -74,7 +75,7 @@ class Sandbox:
         self.count += 1
         config = load_config(repo)
         files = {p.relative_to(repo).as_posix(): "" for p in repo.rglob("*") if p.is_file()}
-        archive = package_inputs(repo, files, {}, config)
+        archive = package({**repository_files(repo, files, {}), **control_files(config)})
         ref = self.artifacts.put(f"run-{self.count}", Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
         output_key = f"runs/run-{self.count}/verify/builds/output.tar.gz"  # read back by run()
         grant = self.artifacts.upload_grant(output_key, OUTPUT_ARCHIVE_LIMIT_BYTES, 600)
@@ -90,7 +91,7 @@ class Sandbox:
         status = self.builds.status(build_id)
         assert status is not None
         uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
-        [build] = [b for b in self.local.builds_for(f"run-{self.count}/")]
+        [build] = [b for b in self.local.builds_for(f"run-{self.count}")]
         return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail)
 
 
@@ -162,7 +163,7 @@ def test_a_build_stopped_mid_suite_leaves_nothing_running(sandbox: Sandbox, tmp_
     deadline = time.monotonic() + SUITE_START_TIMEOUT_S
     while not _running(f"sleep 3{marker}") and not sandbox.local.wait(build_id, 0.1) and time.monotonic() < deadline:
         pass
-    [build] = sandbox.local.builds_for(f"run-{sandbox.count}/")
+    [build] = sandbox.local.builds_for(f"run-{sandbox.count}")
     assert _running(f"sleep 3{marker}"), f"the suite never started: {build.log_tail}"
 
     sandbox.codebuild.stop_build(id=build_id)

@@ -93,7 +93,7 @@ def test_nothing_listening_means_the_write_was_not_sent():
 # -- pull requests ---------------------------------------------------------------------------------
 PR_KEY = "run-1/pull_request/0123456789abcdef"
 PR_PAYLOAD = {"title": "agentledger: tests", "body": "what the run did", "commit_message": "Add tests",
-              "files": {"agentledger_tests/test_calc.py": "def test_add():\n    assert 1 + 1 == 2\n"}}
+              "files": {"tests/test_calc.py": "def test_add():\n    assert 1 + 1 == 2\n"}}
 
 
 def _pulls(tracker: LocalGitHub, timeout_s: float = 2.0) -> GitHubPullRequests:

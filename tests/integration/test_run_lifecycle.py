@@ -72,7 +72,7 @@ def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
             assert response.read() == body
     diff = next(a for a in ledger["artifacts"] if a["name"] == "changes.diff")
     text = s3.get_object(Bucket=bucket, Key=diff["key"])["Body"].read().decode()
-    assert "+++ b/agentledger_tests/test_textkit_slug.py" in text
+    assert "+++ b/tests/test_textkit_slug_generated.py" in text
     assert "slugify" in text
 
 
@@ -106,5 +106,5 @@ def test_a_suite_past_the_repository_timeout_is_killed_and_handed_to_a_person(dr
     output = next(a for a in ledger["artifacts"] if a["name"] == "test-output.txt")
     with urllib.request.urlopen(output["url"], timeout=10) as response:
         assert "suite begun" in response.read().decode()
-    [build] = runtime.codebuild.builds_for(f"{run_id}/")
+    [build] = runtime.codebuild.builds_for(run_id)
     assert build.done.is_set()

@@ -19,9 +19,9 @@ STAGES_WITH_WORK = ("inspect", "plan", "execute", "verify")
 
 
 def _work_runs(stage: str, repo, run_id: str, runtime) -> int:
-    """How often a stage's real work ran: the agent's calls, or for verify the test builds started."""
-    if stage == "verify":
-        return len(runtime.codebuild.builds_for(f"{run_id}/"))
+    """How often a stage's real work ran: the agent's calls, or for execute and verify the builds started."""
+    if stage in ("execute", "verify"):
+        return len(runtime.codebuild.builds_for(run_id, stage))
     return counting_agent.calls(stage, repo if stage in ("inspect", "plan") else f"{run_id}/{stage}")
 
 
@@ -108,7 +108,7 @@ def test_a_crash_while_the_test_build_runs_is_retried_onto_the_same_build(driver
 
     assert runtime.crashes.interruptions(run_id) == 1
     assert settled["run"]["status"] == "awaiting_review", settled["run"]
-    [build] = runtime.codebuild.builds_for(f"{run_id}/")
+    [build] = runtime.codebuild.builds_for(run_id)
     assert build.record["buildStatus"] == "SUCCEEDED"
     [test_run] = settled["test_runs"].values()
     assert (test_run["build_id"], test_run["status"]) == (build.build_id, "SUCCEEDED")

@@ -22,19 +22,19 @@ def _tree(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def test_the_change_is_written_and_applying_it_again_writes_nothing(tmp_path: Path) -> None:
     tree, read = _tree(tmp_path)
-    applied = apply_change(tree, {"agentledger_tests/test_calc.py": TEST}, read)
-    assert applied.written == ["agentledger_tests/test_calc.py"] and applied.already_there == []
-    assert (tree / "agentledger_tests" / "test_calc.py").read_text() == TEST
-    again = apply_change(tree, {"agentledger_tests/test_calc.py": TEST}, read)
-    assert again.written == [] and again.already_there == ["agentledger_tests/test_calc.py"]
+    applied = apply_change(tree, {"tests/test_calc.py": TEST}, read)
+    assert applied.written == ["tests/test_calc.py"] and applied.already_there == []
+    assert (tree / "tests" / "test_calc.py").read_text() == TEST
+    again = apply_change(tree, {"tests/test_calc.py": TEST}, read)
+    assert again.written == [] and again.already_there == ["tests/test_calc.py"]
 
 
 def test_a_file_the_plan_read_that_changed_since_refuses_the_whole_change(tmp_path: Path) -> None:
     tree, read = _tree(tmp_path)
     (tree / "calc.py").write_text(MODULE + "\n# edited\n")
     with pytest.raises(ApplyRefused, match="files the plan read have changed since: calc.py"):
-        apply_change(tree, {"agentledger_tests/test_calc.py": TEST}, read)
-    assert not (tree / "agentledger_tests").exists()
+        apply_change(tree, {"tests/test_calc.py": TEST}, read)
+    assert not (tree / "tests").exists()
 
 
 def test_a_file_the_plan_read_that_is_gone_counts_as_changed(tmp_path: Path) -> None:
@@ -46,12 +46,12 @@ def test_a_file_the_plan_read_that_is_gone_counts_as_changed(tmp_path: Path) -> 
 
 def test_other_content_in_the_way_is_never_overwritten(tmp_path: Path) -> None:
     tree, read = _tree(tmp_path)
-    (tree / "agentledger_tests").mkdir()
-    (tree / "agentledger_tests" / "test_calc.py").write_text("# mine\n")
-    with pytest.raises(ApplyRefused, match="exist with other content: agentledger_tests/test_calc.py"):
-        apply_change(tree, {"agentledger_tests/test_calc.py": TEST, "agentledger_tests/test_b.py": TEST}, read)
-    assert (tree / "agentledger_tests" / "test_calc.py").read_text() == "# mine\n"
-    assert not (tree / "agentledger_tests" / "test_b.py").exists()
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_calc.py").write_text("# mine\n")
+    with pytest.raises(ApplyRefused, match="exist with other content: tests/test_calc.py"):
+        apply_change(tree, {"tests/test_calc.py": TEST, "tests/test_b.py": TEST}, read)
+    assert (tree / "tests" / "test_calc.py").read_text() == "# mine\n"
+    assert not (tree / "tests" / "test_b.py").exists()
 
 
 @pytest.mark.parametrize("path", ["../escape.py", "/tmp/absolute.py", "link/inside.py", ""])
@@ -59,6 +59,6 @@ def test_a_path_outside_the_tree_is_refused_before_anything_is_written(tmp_path:
     tree, read = _tree(tmp_path)
     (tree / "link").symlink_to(tmp_path)
     with pytest.raises(ApplyRefused, match="outside the working tree"):
-        apply_change(tree, {"agentledger_tests/ok.py": TEST, path: TEST}, read)
-    assert not (tree / "agentledger_tests").exists()
+        apply_change(tree, {"tests/ok.py": TEST, path: TEST}, read)
+    assert not (tree / "tests").exists()
     assert not (tmp_path / "escape.py").exists() and not (tmp_path / "inside.py").exists()

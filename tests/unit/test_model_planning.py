@@ -16,8 +16,9 @@ from agentledger.models import RunStatus, Stage, StageStatus
 from tests.fakes.world import World, build_world
 
 MODEL = "amazon.nova-micro-v1:0"
-PLAN = {"items": [{"target": "textkit/slug.py::slugify", "rationale": "no test calls it with unicode",
-                   "examples": [{"source": "slugify('Hello World')", "expected": "'hello-world'"}]}],
+CODE = ("from textkit.slug import slugify\n\n\ndef test_slugify_joins_words():\n"
+        "    assert slugify('Hello World') == 'hello-world'\n")
+PLAN = {"modules": [{"path": "textkit/slug.py", "rationale": "no test calls it with unicode", "code": CODE}],
         "files_read": ["textkit/slug.py"]}
 
 
@@ -68,12 +69,20 @@ def test_each_model_call_is_an_artifact_in_the_plans_evidence_and_in_the_metrics
     assert counts[metric_names.MODEL_COST] == pytest.approx(2.0 * 0.000035 + 0.1 * 0.00014)
     assert (metric_names.MODEL_LATENCY, 0.85, None) in world.metrics.timings
 
+    # The model's module is a candidate like any other: the execute stage's build decides what is kept.
+    world.run(run_id, execution, Stage.EXECUTE)
+    [generation] = world.builds.generations
+    assert generation.test_run.startswith(f"{run_id}/")
+    ledger = world.ledger.load(run_id)
+    written = world.artifacts.get_json(next(r for r in ledger.artifacts if r.name == "test-files.json"))
+    assert written == {"tests/test_textkit_slug_generated.py": CODE}
+
 
 def test_a_model_that_never_answers_with_a_valid_plan_hands_the_run_to_a_person_with_its_calls(
         tmp_path, stubbed) -> None:
     stub, planner = stubbed
     world, run_id, execution = _world(tmp_path, planner)
-    invalid = _answer({**PLAN, "items": [{**PLAN["items"][0], "target": "textkit/missing.py::f"}]})
+    invalid = _answer({**PLAN, "modules": [{**PLAN["modules"][0], "path": "textkit/missing.py"}]})
     with stub:
         stub.add_response("converse", invalid)
         stub.add_response("converse", invalid)

@@ -14,7 +14,7 @@ from agentledger.states import DecisionKind, NextAction
 from tests.fakes.agent import InstantAgent
 from tests.fakes.world import REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 
-NOTHING_TO_TEST = '''"""Helpers without docstring examples."""
+NOTHING_TO_TEST = '''"""Helpers its own tests already cover."""
 
 
 def double(value):
@@ -24,9 +24,13 @@ def double(value):
 
 
 def _without_examples(world: World, tmp_path: Path) -> None:
+    """A repository in which every object is tested already: no writer has a target."""
     repo = tmp_path / "plain"
     (repo / "plain").mkdir(parents=True)
     (repo / "plain" / "__init__.py").write_text(NOTHING_TO_TEST)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_plain.py").write_text("from plain import double\n\n\ndef test_double():\n"
+                                                  "    assert double(2) == 4\n")
     world.repo = repo
 
 
@@ -60,8 +64,7 @@ def test_a_run_with_nothing_to_do_plans_again_when_the_source_changes_before_it_
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
     module = world.repo / "plain" / "__init__.py"
-    module.write_text(module.read_text().replace(
-        '"""Twice the value."""', '"""Twice.\n\n    >>> double(2)\n    4\n    """'))
+    module.write_text(module.read_text() + '\n\ndef triple(value):\n    return value * 3\n')  # untested
 
     assessed = world.workflow.assess(run_id, execution)
     assert assessed["next"] == NextAction.INSPECT
@@ -133,6 +136,7 @@ class EditedWhilePlanning(InstantAgent):
 
 def test_a_plan_made_from_files_that_changed_under_it_is_refused_as_stale(tmp_path: Path) -> None:
     world = build_world(tmp_path, agent=EditedWhilePlanning())
+    (world.repo / "agentledger.toml").write_text('writer = "doctest"\n')  # a writer that reads the modules
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT)
     with pytest.raises(StaleContextError, match="files changed while the plan was made"):

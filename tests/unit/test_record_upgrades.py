@@ -84,7 +84,7 @@ def test_a_run_recorded_waiting_for_a_person_is_resumed_and_completed(world: Wor
     world.workflow.assess(run_id, execution)
     world.run(run_id, execution, *UP_TO_REVIEW, Stage.AWAIT_REVIEW)
     assert world.agent.calls == {}  # inspect, plan and execute held: nothing the earlier release did is redone
-    assert len(world.builds.started) == 1
+    assert len(world.builds.verifies) == 1
     world.approve(run_id)
     done = _deliver_and_complete(world, run_id, execution)
     assert done["run"]["status"] == "complete" and done["run"]["resumes"] == 1

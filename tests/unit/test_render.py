@@ -208,9 +208,9 @@ def test_the_summary_opens_the_timeline_with_what_was_asked_planned_written_and_
     document["summary"] = {
         "request": "write tests for calc",
         "plan": {"planner": "docstring-examples", "targets": 7, "skipped": 2,
-                 "first": [{"target": f"calc.py::f{i}", "test_path": "agentledger_tests/test_calc.py",
+                 "first": [{"target": f"calc.py::f{i}", "test_path": "tests/test_calc.py",
                             "rationale": "documented with a doctest example"} for i in range(5)]},
-        "files_changed": [{"path": "agentledger_tests/test_calc.py", "lines": 40}],
+        "files_changed": [{"path": "tests/test_calc.py", "lines": 40}],
         "tests": {"written": 7, "outcome": "failed", "passed": 5, "failed": 1, "errors": 1, "skipped": 0},
     }
     text = render.run_timeline(document)
@@ -219,9 +219,9 @@ def test_the_summary_opens_the_timeline_with_what_was_asked_planned_written_and_
     brief = section(text, "Summary")
     assert line_with(brief, "  asked ").endswith("write tests for calc")
     assert "7 target(s) to test, 2 skipped (docstring-examples)" in brief
-    assert line_with(brief, "calc.py::f4", "→ agentledger_tests/test_calc.py")
+    assert line_with(brief, "calc.py::f4", "→ tests/test_calc.py")
     assert "… and 2 more" in brief
-    assert line_with(brief, "  files ").endswith("1 written: agentledger_tests/test_calc.py (+40)")
+    assert line_with(brief, "  files ").endswith("1 written: tests/test_calc.py (+40)")
     assert line_with(brief, "  tests ").endswith("7 written; failed: 5 passed, 1 failed, 1 errored, 0 skipped")
 
 
@@ -241,9 +241,9 @@ def test_the_diff_stat_counts_each_files_added_and_removed_lines() -> None:
 
 def test_the_review_brief_shows_the_plan_the_change_the_tests_and_what_still_holds() -> None:
     document = load("run_awaiting_review.json")
-    brief = render.review_brief(document, "--- /dev/null\n+++ b/agentledger_tests/test_x.py\n+a\n+b\n")
+    brief = render.review_brief(document, "--- /dev/null\n+++ b/tests/test_x.py\n+a\n+b\n")
     assert brief.startswith(f"Review of {document['run']['run_id']}: plan {document['review']['plan_digest']}")
-    assert "agentledger_tests/test_x.py  +2 -0" in brief and "1 file(s), +2 -0" in brief
+    assert "tests/test_x.py  +2 -0" in brief and "1 file(s), +2 -0" in brief
     assert "\nEvidence\n" in brief and "valid" in section(brief, "Evidence")
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from agentledger import faults
 from agentledger.errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
@@ -36,28 +35,6 @@ def _artifact(world: World, run_id: str, name: str) -> Any:
     return world.artifacts.get_json(ref) if name.endswith(".json") else world.artifacts.get(ref)
 
 
-class CrashOnce:
-    def __init__(self, point: str) -> None:
-        self.point, self.fired = point, False
-
-    def should_crash(self, run_id: str, stage: str, point: str, execution: str) -> bool:
-        if point == self.point and not self.fired:
-            self.fired = True
-            return True
-        return False
-
-
-@pytest.fixture
-def crash_once() -> Any:
-    def arm(point: str) -> CrashOnce:
-        injector = CrashOnce(point)
-        faults.install(injector)
-        return injector
-
-    yield arm
-    faults.install(None)
-
-
 def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> None:
     world.builds.polls_before_done = 2
     run_id, execution = _to_verify(world)
@@ -65,7 +42,7 @@ def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> No
 
     assert [o["done"] for o in outcomes] == [False, False, True]
     assert all(o["poll_after_s"] >= 2 for o in outcomes[:2])
-    assert len(world.builds.started) == 1
+    assert len(world.builds.verifies) == 1
     ledger = world.ledger.load(run_id)
     assert ledger.stages["verify"].status == StageStatus.COMPLETE
     assert ledger.stages["verify"].attempt == 1  # polls are not attempts
@@ -80,8 +57,8 @@ def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> No
 def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World) -> None:
     run_id, execution = _to_verify(world)
     world.workflow.run_stage(Stage.VERIFY, run_id, execution)
-    [request] = world.builds.started
-    [test_run] = world.ledger.load(run_id).test_runs.values()
+    [request] = world.builds.verifies
+    [test_run] = [t for t in world.ledger.load(run_id).test_runs.values() if t.stage == Stage.VERIFY]
     assert request.input_url.endswith(test_run.input.key)
     assert request.output_grant["fields"] == {"key": test_run.output_key}
     assert request.output_grant["max_bytes"] == layout.OUTPUT_ARCHIVE_LIMIT_BYTES
@@ -90,7 +67,7 @@ def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World
     with tarfile.open(fileobj=io.BytesIO(world.artifacts.objects[test_run.input.key])) as archive:
         names = set(archive.getnames())
     assert {layout.DRIVER_FILE, layout.CONFIG_FILE, "repository/textkit/slug.py", "repository/pyproject.toml"} <= names
-    assert any(name.startswith("repository/agentledger_tests/test_") for name in names)
+    assert any(name.startswith("repository/tests/test_textkit_") for name in names)
 
 
 def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, crash_once: Any) -> None:
@@ -101,14 +78,14 @@ def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, c
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
     while not world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]:
         pass
-    assert len(world.builds.started) == 1
+    assert len(world.builds.verifies) == 1
     assert world.ledger.load(run_id).stages["verify"].status == StageStatus.COMPLETE
 
 
 def test_a_first_attempt_starts_its_build_without_searching_the_build_history(world: World) -> None:
     run_id, execution = _to_verify(world)
     assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
-    assert (len(world.builds.started), world.builds.searches) == (1, 0)
+    assert (len(world.builds.verifies), world.builds.searches) == (1, 0)
 
 
 def test_a_build_started_whose_id_was_never_recorded_is_found_not_started_twice(world: World) -> None:
@@ -125,7 +102,7 @@ def test_a_build_started_whose_id_was_never_recorded_is_found_not_started_twice(
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
     builds.start = original  # type: ignore[method-assign]
     assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
-    assert len(builds.started) == 1 and builds.searches == 1
+    assert len(builds.verifies) == 1 and builds.searches == 1
 
 
 def test_a_crash_after_the_results_were_read_reuses_them(world: World, crash_once: Any) -> None:
@@ -134,7 +111,7 @@ def test_a_crash_after_the_results_were_read_reuses_them(world: World, crash_onc
     with pytest.raises(SimulatedCrash):
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
     assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
-    assert len(world.builds.started) == 1
+    assert len(world.builds.verifies) == 1
 
 
 @pytest.mark.parametrize(("outcome", "error", "says"), [
@@ -161,19 +138,21 @@ def test_an_empty_suite_is_handed_to_a_person_with_the_reason() -> None:
     assert verdict.action == "handoff" and "no test executed" in verdict.reason
 
 
-def test_an_invalid_repository_configuration_stops_verify_with_the_file_and_key(world: World) -> None:
+def test_an_invalid_repository_configuration_stops_the_first_build_with_the_file_and_key(world: World) -> None:
     (world.repo / "agentledger.toml").write_text("timeout = 'soon'\n")
-    run_id, execution = _to_verify(world)
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
     with pytest.raises(TestConfigurationError, match="agentledger.toml.*timeout"):
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.workflow.run_stage(Stage.EXECUTE, run_id, execution)
     assert world.builds.started == []
 
 
 def test_a_timeout_above_the_deployment_limit_is_refused_before_any_build(world: World) -> None:
     (world.repo / "agentledger.toml").write_text("timeout = 7200\n")
-    run_id, execution = _to_verify(world)
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
     with pytest.raises(TestConfigurationError, match="7200 s test timeout.*at most 3600 s"):
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.workflow.run_stage(Stage.EXECUTE, run_id, execution)
     assert world.builds.started == []
 
 

@@ -82,7 +82,7 @@ def test_a_resumed_run_keeps_its_valid_stages_and_the_old_execution_is_shut_out(
     world.run(run_id, second, *UP_TO_REVIEW, Stage.AWAIT_REVIEW)
     assert world.agent.calls == {"inspect": 1, "plan": 1, "execute": 1}
     # The resume is a person asking for the suite again: a second build of the same inputs.
-    assert len(world.builds.started) == 2
+    assert len(world.builds.verifies) == 2
     world.approve(run_id)
     world.run(run_id, second, Stage.COMPLETE)
     assert world.ledger.get_run(run_id).status == RunStatus.COMPLETE

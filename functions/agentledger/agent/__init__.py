@@ -22,12 +22,16 @@ from agentledger.agent.inventory import (
 from agentledger.agent.planner import (
     DocstringExamplePlanner,
     Example,
+    GenerationLimits,
+    GenerationSettings,
     ModelCall,
     Plan,
     PlanBrief,
     PlanItem,
     Planner,
+    PynguinPlanner,
     SkippedTarget,
+    repository_config,
 )
 from agentledger.source import ArchiveError, SourceSnapshot, changed_files, extract_tarball, snapshot_directory
 
@@ -41,6 +45,8 @@ __all__ = [
     "DocstringExamplePlanner",
     "Example",
     "Execution",
+    "GenerationLimits",
+    "GenerationSettings",
     "ObjectInfo",
     "Inventory",
     "ModuleInfo",
@@ -48,6 +54,7 @@ __all__ = [
     "PlanBrief",
     "PlanItem",
     "Planner",
+    "PynguinPlanner",
     "ReferenceAgent",
     "SkippedTarget",
     "SourceSnapshot",
@@ -73,14 +80,24 @@ class Agent(Protocol):
 
 
 class ReferenceAgent:
-    def __init__(self, planner: Planner | None = None) -> None:
-        self.planner = planner or DocstringExamplePlanner()
+    """Inspects with the standard library's ast, plans with the deployment's writer (Pynguin unless
+    it says otherwise) or the one the repository chooses (`writer` in agentledger.toml), and
+    renders the candidates the plan carries."""
+
+    def __init__(self, planner: Planner | None = None, limits: GenerationLimits | None = None) -> None:
+        limits = limits or GenerationLimits()
+        self.planner = planner or PynguinPlanner(limits)
+        # What a repository may choose for itself; a model-backed writer is the deployment's to turn on.
+        self.writers: dict[str, Planner] = {"pynguin": PynguinPlanner(limits),
+                                            "doctest": DocstringExamplePlanner(limits)}
 
     def inspect(self, snapshot: SourceSnapshot) -> Inventory:
         return inspect_repository(snapshot)
 
     def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
-        return self.planner.plan(inventory, snapshot, brief)
+        config = repository_config(snapshot)
+        chosen = self.writers.get(config.writer) if config is not None and config.writer else None
+        return (chosen or self.planner).plan(inventory, snapshot, brief)
 
     def execute(self, plan: Plan, snapshot: SourceSnapshot, workspace: str | os.PathLike[str]) -> Execution:
         return write_tests(plan, snapshot, workspace)

@@ -1,11 +1,14 @@
-"""A model-backed planner: the Bedrock Converse API with one tool whose input schema is the plan, so
-the model's answer is a structured plan, validated like any other planner's. Output that does not
-validate is sent back with the errors a bounded number of times; then the run goes to a person.
+"""A model-backed writer: the Bedrock Converse API with one tool whose input schema is the plan, so
+the model's answer is a structured plan (a pytest module per targeted module), validated like any
+other planner's. Output that does not validate is sent back with the errors a bounded number of
+times; then the run goes to a person. The code it writes is untrusted: it is parsed here, never
+run; it runs only in the sandboxed build, whose filters keep what builds, passes and adds coverage.
 
 Every call is kept (request, response, stop reason, token usage, latency) on the plan, so the plan
 stage stores each as an artifact and names it in the plan's evidence."""
 from __future__ import annotations
 
+import ast
 import copy
 import time
 from dataclasses import dataclass
@@ -13,27 +16,31 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agentledger.agent.inventory import Inventory
+from agentledger.agent.inventory import Inventory, module_import_path
 from agentledger.agent.planner import (
-    Example,
+    GenerationLimits,
     ModelCall,
     Plan,
     PlanBrief,
     PlanItem,
     SkippedTarget,
-    generated_test_path,
-    project_option_flags,
+    TestPaths,
+    generation_settings,
+    repository_config,
 )
 from agentledger.fingerprints import sha256_bytes
 from agentledger.source import SourceSnapshot, is_safe_relative_path
 
 PLAN_TOOL = "submit_plan"
 MAX_SOURCE_CHARS = 60_000  # of module source put into one prompt
+MAX_CODE_CHARS = 60_000  # of one test module the model writes
 SYSTEM_PROMPT = (
-    "You plan unit tests for a Python repository. Propose doctest-style examples that state the "
-    "behaviour of objects no existing test imports or calls. Only use behaviour you can read in "
-    "the source you are given; never invent modules or names. Answer only by calling the "
-    f"{PLAN_TOOL} tool."
+    "You write pytest unit tests for a Python repository: one test module per source module, for "
+    "the objects no existing test imports or calls. Import each module by its import name. Use plain "
+    "test functions, fixtures, pytest.mark.parametrize and pytest.raises as a careful engineer would. "
+    "Tests must be deterministic and must not touch the network, the clock or files outside tmp_path. "
+    "Only assert behaviour you can read in the source you are given; never invent modules or names. "
+    f"Answer only by calling the {PLAN_TOOL} tool."
 )
 
 
@@ -46,15 +53,10 @@ class PlannerOutputError(Exception):
         self.calls = calls
 
 
-class _ProposedExample(BaseModel):
-    source: str = Field(min_length=1, max_length=2_000)
-    expected: str = Field(default="", max_length=4_000)
-
-
-class _ProposedItem(BaseModel):
-    target: str = Field(min_length=3, max_length=300)  # "path::qualified.name"
+class _ProposedModule(BaseModel):
+    path: str = Field(min_length=4, max_length=300)  # the source module: "pkg/mod.py"
     rationale: str = Field(min_length=1, max_length=1_000)
-    examples: list[_ProposedExample] = Field(min_length=1, max_length=20)
+    code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)  # a pytest module testing it
 
 
 class _ProposedSkip(BaseModel):
@@ -65,7 +67,7 @@ class _ProposedSkip(BaseModel):
 class _ProposedPlan(BaseModel):
     """What the tool's input must be; its JSON schema is the tool's input schema."""
 
-    items: list[_ProposedItem] = Field(max_length=50)
+    modules: list[_ProposedModule] = Field(max_length=50)
     skipped: list[_ProposedSkip] = Field(default_factory=list, max_length=200)
     files_read: list[str] = Field(default_factory=list, max_length=200)
 
@@ -85,9 +87,10 @@ class BedrockSettings:
 class BedrockPlanner:
     name = "bedrock"
 
-    def __init__(self, client: Any, settings: BedrockSettings) -> None:
+    def __init__(self, client: Any, settings: BedrockSettings, limits: GenerationLimits | None = None) -> None:
         self._client = client  # a boto3 bedrock-runtime client
         self._settings = settings
+        self._limits = limits or GenerationLimits()
 
     def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": _prompt(inventory, snapshot, brief)}]}]
@@ -103,7 +106,7 @@ class BedrockPlanner:
                              {"role": "user", "content": [{"text": f"{errors}. Call {PLAN_TOOL} with the plan."}]}]
                 continue
             try:
-                return self._plan_from(tool_use["input"], snapshot, calls)
+                return self._plan_from(tool_use["input"], snapshot, brief, calls)
             except (ValidationError, ValueError) as invalid:
                 errors = str(invalid)
                 messages += [{"role": "assistant", "content": content},
@@ -139,28 +142,44 @@ class BedrockPlanner:
                          latency_ms=response.get("metrics", {}).get("latencyMs", elapsed_ms), estimated_cost_usd=cost)
         return call, response["output"]["message"]["content"]
 
-    def _plan_from(self, proposed_input: Any, snapshot: SourceSnapshot, calls: list[ModelCall]) -> Plan:
+    def _plan_from(self, proposed_input: Any, snapshot: SourceSnapshot, brief: PlanBrief,
+                   calls: list[ModelCall]) -> Plan:
         proposed = _ProposedPlan.model_validate(proposed_input)
         unknown = sorted(path for path in proposed.files_read
                          if not is_safe_relative_path(path) or path not in snapshot.files)
         if unknown:
             raise ValueError(f"files_read names files the repository does not have: {', '.join(unknown)}")
-        items = [PlanItem(target=item.target, test_path=generated_test_path(item.target.partition("::")[0]),
-                          rationale=item.rationale,
-                          examples=[Example(source=e.source, expected=e.expected) for e in item.examples])
-                 for item in proposed.items]
+        paths = TestPaths(snapshot)
+        items = [PlanItem(target=f"{module.path}::", test_path=paths.of(module.path), rationale=module.rationale,
+                          code=_test_module(module)) for module in proposed.modules]
         missing = sorted({item.module_path for item in items} - set(snapshot.files))
         if missing:
-            raise ValueError(f"targets name modules the repository does not have: {', '.join(missing)}")
+            raise ValueError(f"modules the repository does not have: {', '.join(missing)}")
         read = sorted({*proposed.files_read, *(item.module_path for item in items)})
-        flags, config_read = project_option_flags(snapshot)
-        return Plan(planner=f"{self.name}:{self._settings.model_id}", revision=snapshot.revision,
+        config = repository_config(snapshot)
+        return Plan(planner=f"{self.name}:{self._settings.model_id}", writer="bedrock", revision=snapshot.revision,
+                    generation=generation_settings(config, brief, self._limits) if items and config else None,
                     items=sorted(items, key=lambda item: item.target),
                     skipped=sorted((SkippedTarget(target=s.target, reason=s.reason) for s in proposed.skipped),
                                    key=lambda skip: skip.target),
                     files_read={**{path: sha256_bytes((snapshot.root / path).read_bytes()) for path in read},
-                                **(config_read if items else {})},
-                    option_flags=flags if items else [], model_calls=calls)
+                                **(paths.read if items else {})},
+                    model_calls=calls)
+
+
+def _test_module(module: _ProposedModule) -> str:
+    """The model's test module, checked to be one: it parses and defines a test. Parsed, never run."""
+    if module_import_path(module.path) is None:
+        raise ValueError(f"{module.path} is not a module Python can import by name")
+    try:
+        tree = ast.parse(module.code)
+    except SyntaxError as error:
+        raise ValueError(f"the test module for {module.path} does not parse: "
+                         f"line {error.lineno}: {error.msg}") from None
+    if not any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               and node.name.lower().startswith("test") for node in tree.body):
+        raise ValueError(f"the test module for {module.path} defines no test function or Test class")
+    return module.code if module.code.endswith("\n") else module.code + "\n"
 
 
 def _prompt(inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> str:
@@ -179,5 +198,5 @@ def _prompt(inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) ->
             break
         budget -= len(text)
         sections += ["", f"Source of {path}:", "```python", text, "```"]
-    sections += ["", f"Targets use the form path::qualified.name ('path::' for a module docstring). Call {PLAN_TOOL}."]
+    sections += ["", f"Give each test module with the path of the source module it tests. Call {PLAN_TOOL}."]
     return "\n".join(sections)

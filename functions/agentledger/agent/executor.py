@@ -1,4 +1,7 @@
-"""What was done: planned tests rendered into a copy of the repository, and the diff they make."""
+"""What was written: the plan's candidate tests rendered into test modules (the doctest and
+bedrock writers; Pynguin writes its own in the build), and the diff a set of test files makes.
+
+Each module stands alone, in the project's tests folder: no package, no conftest of agentledger's."""
 
 from __future__ import annotations
 
@@ -11,54 +14,40 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent.inventory import module_import_path
-from agentledger.agent.planner import GENERATED_TESTS_DIR, Plan, PlanItem
+from agentledger.agent.planner import Plan, PlanItem
 from agentledger.source import SourceSnapshot, is_safe_relative_path
 
-PACKAGE_MARKER = f"{GENERATED_TESTS_DIR}/__init__.py"
-CONFTEST = f"{GENERATED_TESTS_DIR}/conftest.py"
-
-# Written once per run: the one place that knows how a test's examples are run. The standard
-# library's doctest parses them, honours their directives and the project's option flags, and runs
-# them in a fresh copy of the tested object's module globals.
-_CONFTEST_TEMPLATE = '''\
-"""Runs the examples of the tests agentledger wrote, with the standard library's doctest."""
+# The one place that knows how a test's examples are run: the standard library's doctest parses
+# them, honours their directives and the project's option flags, and runs them in a fresh copy of
+# the tested object's module globals. Written into each module, so each stands alone.
+_DOCTEST_MODULE_TEMPLATE = '''\
+"""Tests agentledger wrote from the docstring examples of {module_path}."""
 
 import doctest
 import inspect
 import textwrap
 
-import pytest
+import {module}
 
 # The project's doctest_optionflags, as pytest would apply them to a doctest run.
 OPTION_FLAGS = {option_flags}
 
 
-@pytest.fixture
-def docstring_examples():
-    """Run `examples` (doctest text) against `obj`, in a fresh copy of its module's globals, and fail
+def run_examples(obj, examples):
+    """Run `examples` (doctest text) against `obj` in a fresh copy of its module's globals, and fail
     on any mismatch; doctest's report of what differed is printed, so pytest shows it."""
-
-    def run(obj, examples):
-        module = inspect.getmodule(obj)
-        name = obj.__name__ if inspect.ismodule(obj) else f"{{module.__name__}}.{{obj.__qualname__}}"
-        test = doctest.DocTestParser().get_doctest(textwrap.dedent(examples), dict(vars(module)), name,
-                                                    getattr(module, "__file__", None), 0)
-        result = doctest.DocTestRunner(optionflags=OPTION_FLAGS).run(test)
-        assert result.failed == 0, f"{{result.failed}} of {{result.attempted}} examples of {{name}} failed"
-
-    return run
-'''
-
-_TEST_MODULE_TEMPLATE = '''\
-"""Tests agentledger wrote from the docstring examples of {module_path}."""
-
-import {module}
+    module = inspect.getmodule(obj)
+    name = obj.__name__ if inspect.ismodule(obj) else f"{{module.__name__}}.{{obj.__qualname__}}"
+    test = doctest.DocTestParser().get_doctest(textwrap.dedent(examples), dict(vars(module)), name,
+                                                getattr(module, "__file__", None), 0)
+    result = doctest.DocTestRunner(optionflags=OPTION_FLAGS).run(test)
+    assert result.failed == 0, f"{{result.failed}} of {{result.attempted}} examples of {{name}} failed"
 {tests}'''
 
 _TEST_TEMPLATE = '''
 
-def {test_name}(docstring_examples):
-    docstring_examples({reference}, {examples})
+def {test_name}():
+    run_examples({reference}, {examples})
 '''
 EXAMPLE_INDENT = " " * 8
 
@@ -77,13 +66,17 @@ def write_tests(plan: Plan, snapshot: SourceSnapshot, workspace: str | os.PathLi
 
 
 def render_test_files(plan: Plan) -> dict[str, str]:
+    """The candidate test modules the plan's items make: a model's module as written, examples run
+    with doctest. A Pynguin plan has none: Pynguin writes them in the build."""
     items_by_path: dict[str, list[PlanItem]] = defaultdict(list)
     for item in plan.items:
-        items_by_path[item.test_path].append(item)
+        if item.code is not None or item.examples:
+            items_by_path[item.test_path].append(item)
     flags = " | ".join(f"doctest.{flag}" for flag in plan.option_flags) or "0"
-    files = {PACKAGE_MARKER: '"""Tests written by agentledger."""\n',
-             CONFTEST: _CONFTEST_TEMPLATE.format(option_flags=flags)}
-    files.update({path: _render_test_module(items) for path, items in sorted(items_by_path.items())})
+    files = {}
+    for path, items in sorted(items_by_path.items()):
+        written = [item.code for item in items if item.code is not None]
+        files[path] = written[0] if written else _render_doctest_module(items, flags)
     return files
 
 
@@ -127,13 +120,14 @@ def diff_against_source(files: dict[str, str], snapshot: SourceSnapshot) -> str:
     return "".join(chunks)
 
 
-def _render_test_module(items: list[PlanItem]) -> str:
+def _render_doctest_module(items: list[PlanItem], option_flags: str) -> str:
     module = module_import_path(items[0].module_path)
     tests = "".join(_TEST_TEMPLATE.format(test_name=item.test_name,
                                           reference=f"{module}.{item.qualname}" if item.qualname else module,
                                           examples=_examples_literal(item))
-                    for item in items)
-    return _TEST_MODULE_TEMPLATE.format(module_path=items[0].module_path, module=module, tests=tests)
+                    for item in items if item.examples)
+    return _DOCTEST_MODULE_TEMPLATE.format(module_path=items[0].module_path, module=module,
+                                           option_flags=option_flags, tests=tests)
 
 
 def _examples_literal(item: PlanItem) -> str:

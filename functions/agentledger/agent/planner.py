@@ -1,15 +1,19 @@
-"""What to do: which tests to write, from which evidence."""
+"""What to do: which objects to write tests for, with which writer, into which test files.
+
+Three writers: `pynguin` (the default for Python: search-based, run in the sandbox, seeded by the
+run), `doctest` (the objects' own docstring examples, run with the standard library's doctest)
+and `bedrock` (a model writes pytest code). Whatever a writer produces is only a candidate: the
+execute stage's build keeps what builds, passes five times and adds coverage."""
 
 from __future__ import annotations
 
-import configparser
 import doctest
-import tomllib
-from pathlib import PurePosixPath
-from typing import Any, Protocol
+import hashlib
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentledger.agent.conventions import generated_test_path, pytest_setting, test_directory
 from agentledger.agent.inventory import (
     MODULE_OBJECT,
     Inventory,
@@ -20,16 +24,12 @@ from agentledger.agent.inventory import (
 )
 from agentledger.fingerprints import digest, sha256_bytes
 from agentledger.source import SourceSnapshot, is_safe_relative_path
-from agentledger.testrun.config import ConfigError, read_bounded
+from agentledger.testrun.config import ConfigError, TestRunConfig, load_config
 
-GENERATED_TESTS_DIR = "agentledger_tests"
 NO_EXAMPLES = "no docstring examples to turn into tests"
 ALL_SKIPPED = "every docstring example is marked +SKIP"
-# Where pytest reads `doctest_optionflags`, in the order it looks for its configuration.
-PYTEST_CONFIGS: tuple[tuple[str, str], ...] = (
-    ("pytest.ini", "pytest"), ("pyproject.toml", "tool.pytest.ini_options"), ("tox.ini", "pytest"),
-    ("setup.cfg", "tool:pytest"),
-)
+NOT_PYTHON = "Pynguin writes tests for Python projects"
+Writer = Literal["pynguin", "doctest", "bedrock"]
 
 
 class Example(BaseModel):
@@ -42,10 +42,11 @@ class Example(BaseModel):
 class PlanItem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    target: str  # "path::qualified.name"; "path::" for the module's own docstring
+    target: str  # "path::qualified.name"; "path::" for the module itself
     test_path: str
     rationale: str
-    examples: list[Example]
+    examples: list[Example] = []  # the doctest writer's: run as they are written
+    code: str | None = Field(default=None, max_length=200_000)  # the bedrock writer's: a pytest module
 
     @property
     def module_path(self) -> str:
@@ -82,10 +83,35 @@ class ModelCall(BaseModel):
     estimated_cost_usd: float = 0.0
 
 
+class GenerationSettings(BaseModel):
+    """How the execute stage's build writes and checks candidates: part of what is approved."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seed: int  # Pynguin's and the shuffled suite's, from the run: the same inputs give the same tests
+    module_seconds: int  # Pynguin's search budget for one module
+    run_seconds: int  # and for the whole run
+    iterations: int  # Pynguin's bound that ends a search the same way every time
+    random_order: bool  # the suite runs shuffled when candidates are checked with it
+
+
+class GenerationLimits(BaseModel):
+    """The deployment's caps on what a repository may ask of test generation, and the defaults."""
+
+    model_config = ConfigDict(frozen=True)
+
+    module_seconds: int = Field(default=60, gt=0)
+    run_seconds: int = Field(default=600, gt=0)
+    iterations: int = Field(default=1000, gt=0)
+
+
 class Plan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     planner: str
+    # Plans recorded before writers existed were all docstring examples.
+    writer: str = "doctest"
+    generation: GenerationSettings | None = None
     revision: str
     items: list[PlanItem]
     skipped: list[SkippedTarget]
@@ -134,6 +160,7 @@ class PlanBrief(BaseModel):
     request: str
     reviewer_comment: str | None = None
     rejected_plan_digest: str | None = None
+    run_id: str = ""  # seeds the writers that search, so a run's plan is the same on every attempt
 
 
 class Planner(Protocol):
@@ -142,9 +169,84 @@ class Planner(Protocol):
     def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan: ...
 
 
-def generated_test_path(module_path: str) -> str:
-    flat = PurePosixPath(module_path).with_suffix("").as_posix().replace("/", "_")
-    return f"{GENERATED_TESTS_DIR}/test_{flat}.py"
+def run_seed(run_id: str) -> int:
+    return int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % (2**31)
+
+
+def generation_settings(config: TestRunConfig, brief: PlanBrief, limits: GenerationLimits) -> GenerationSettings:
+    """The repository's budgets, within the deployment's caps."""
+    return GenerationSettings(
+        seed=run_seed(brief.run_id),
+        module_seconds=min(config.generation_module_seconds or limits.module_seconds, limits.module_seconds),
+        run_seconds=min(config.generation_seconds or limits.run_seconds, limits.run_seconds),
+        iterations=limits.iterations,
+        random_order=config.random_order,
+    )
+
+
+def repository_config(snapshot: SourceSnapshot) -> TestRunConfig | None:
+    """The repository's test-run configuration; None when it has none the test run could use
+    (the build refuses it then, with the reason)."""
+    try:
+        return load_config(snapshot.root)
+    except ConfigError:
+        return None
+
+
+class TestPaths:
+    """Each module's generated test module, in the project's tests folder."""
+
+    __test__ = False
+
+    def __init__(self, snapshot: SourceSnapshot) -> None:
+        self.directory, self.read = test_directory(snapshot)
+        self.taken = set(snapshot.files)
+        self.by_module: dict[str, str] = {}
+
+    def of(self, module_path: str) -> str:
+        if module_path not in self.by_module:
+            path = generated_test_path(module_path, self.directory, self.taken)
+            self.taken.add(path)
+            self.by_module[module_path] = path
+        return self.by_module[module_path]
+
+
+class PynguinPlanner:
+    """Every public object no test imports or calls, module by module: Pynguin searches each module
+    in the sandbox, and the filters keep what adds coverage."""
+
+    name = "pynguin"
+
+    def __init__(self, limits: GenerationLimits | None = None) -> None:
+        self.limits = limits or GenerationLimits()
+
+    def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
+        config = repository_config(snapshot)
+        items: list[PlanItem] = []
+        skipped: list[SkippedTarget] = []
+        files_read: dict[str, str] = {}
+        paths = TestPaths(snapshot)
+        for module in inventory.modules:
+            untested = [obj for obj in module.objects if not obj.tested and obj.kind != "module"]
+            if not untested:
+                continue
+            reason = (NOT_PYTHON if config is None or config.ecosystem != "python"
+                      else _unusable_module_reason(module.path, None))
+            if reason is not None:
+                skipped += [SkippedTarget(target=f"{module.path}::{obj.name}", reason=reason) for obj in untested]
+                continue
+            files_read[module.path] = inventory.files[module.path]
+            test_path = paths.of(module.path)
+            items += [PlanItem(target=f"{module.path}::{obj.name}", test_path=test_path,
+                               rationale=f"{obj.kind} {obj.name} (line {obj.line}) has no test that imports or "
+                                         "calls it; Pynguin searches for inputs that cover it")
+                      for obj in untested]
+        if items:
+            files_read.update(paths.read)
+        return Plan(planner=self.name, writer="pynguin", revision=snapshot.revision,
+                    generation=generation_settings(config, brief, self.limits) if items and config else None,
+                    items=sorted(items, key=lambda item: item.target),
+                    skipped=sorted(skipped, key=lambda skip: skip.target), files_read=files_read)
 
 
 class DocstringExamplePlanner:
@@ -153,12 +255,15 @@ class DocstringExamplePlanner:
 
     name = "docstring-examples"
 
+    def __init__(self, limits: GenerationLimits | None = None) -> None:
+        self.limits = limits or GenerationLimits()
+
     def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
         """Deterministic: the brief's request and comment do not change what it plans."""
         items: list[PlanItem] = []
         skipped: list[SkippedTarget] = []
         files_read: dict[str, str] = {}
-        planned_modules: dict[str, str] = {}  # test path -> the module it tests
+        paths = TestPaths(snapshot)
         for module in inventory.modules:
             untested = [obj for obj in module.objects if not obj.tested]
             skipped += [SkippedTarget(target=f"{module.path}::{obj.name}", reason=NO_EXAMPLES)
@@ -166,8 +271,7 @@ class DocstringExamplePlanner:
             with_examples = [obj for obj in untested if obj.examples]
             if not with_examples:
                 continue
-            test_path = generated_test_path(module.path)
-            reason = _unusable_module_reason(module.path, planned_modules.get(test_path))
+            reason = _unusable_module_reason(module.path, None)
             if reason is not None:
                 skipped += [SkippedTarget(target=f"{module.path}::{obj.name}", reason=reason) for obj in with_examples]
                 continue
@@ -185,18 +289,20 @@ class DocstringExamplePlanner:
                 if not runnable:
                     skipped.append(SkippedTarget(target=target, reason=ALL_SKIPPED))
                     continue
-                planned_modules[test_path] = module.path
                 items.append(PlanItem(
-                    target=target, test_path=test_path,
+                    target=target, test_path=paths.of(module.path),
                     rationale=(f"{obj.kind} {obj.name or module.path} (line {obj.line}) has no test that imports "
                                f"or calls it; its {len(runnable)} docstring example(s) state its behaviour"),
                     examples=runnable,
                 ))
         flags, config_read = project_option_flags(snapshot)
+        config = repository_config(snapshot)
         if items:
-            files_read.update(config_read)
+            files_read.update({**config_read, **paths.read})
         return Plan(
             planner=self.name,
+            writer="doctest",
+            generation=generation_settings(config, brief, self.limits) if items and config else None,
             revision=snapshot.revision,
             items=sorted(items, key=lambda item: item.target),
             skipped=sorted(skipped, key=lambda skip: skip.target),
@@ -209,44 +315,11 @@ def project_option_flags(snapshot: SourceSnapshot) -> tuple[list[str], dict[str,
     """The doctest option flags of pytest's `doctest_optionflags` in the first configuration file
     pytest would read, and that file's digest. Flags of pytest's own (NUMBER, ALLOW_UNICODE,
     ALLOW_BYTES) have no meaning to the standard library's runner and are left out."""
-    for name, section in PYTEST_CONFIGS:
-        if name not in snapshot.files:
-            continue
-        try:
-            data = read_bounded(snapshot.root / name)  # the repository's file: bounded, never a link
-        except ConfigError:
-            continue  # the test run refuses it with the reason; the plan just takes no flags from it
-        value = None if data is None else _config_value(name, section, data)
-        if value is None or data is None:
-            continue
-        words = value.split() if isinstance(value, str) else [str(word) for word in value]
-        return sorted({word for word in words if word in doctest.OPTIONFLAGS_BY_NAME}), {name: sha256_bytes(data)}
-    return [], {}
-
-
-def _config_value(name: str, section: str, data: bytes) -> str | list[str] | None:
-    """`doctest_optionflags` of that section, or None when the file has no such section (pytest
-    then looks further) or cannot be read."""
-    if name.endswith(".toml"):
-        try:
-            table = tomllib.loads(data.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            return None
-        found: Any = table
-        for key in section.split("."):
-            found = found.get(key) if isinstance(found, dict) else None
-        if not isinstance(found, dict):
-            return None
-        value = found.get("doctest_optionflags", "")
-        return value if isinstance(value, (str, list)) else ""
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(data.decode("utf-8"))
-    except (configparser.Error, UnicodeDecodeError):
-        return None
-    if not parser.has_section(section):
-        return None
-    return parser.get(section, "doctest_optionflags", fallback="")
+    value, read = pytest_setting(snapshot, "doctest_optionflags")
+    if value is None:
+        return [], read
+    words = value.split() if isinstance(value, str) else [str(word) for word in value]
+    return sorted({word for word in words if word in doctest.OPTIONFLAGS_BY_NAME}), read
 
 
 def _unusable_module_reason(module_path: str, module_with_same_test_path: str | None) -> str | None:

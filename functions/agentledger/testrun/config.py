@@ -33,6 +33,9 @@ DEFAULT_IMAGE = "aws/codebuild/standard:7.0"
 DEFAULT_COMPUTE: Compute = "BUILD_GENERAL1_SMALL"
 DEFAULT_TIMEOUT_S = 900
 MAX_TIMEOUT_S = 8 * 3600
+# Writers a repository may choose for itself; bedrock is the deployment's to turn on.
+RepositoryWriter = Literal["pynguin", "doctest"]
+MAX_GENERATION_SECONDS = 4 * 3600
 
 
 class TestRunConfig(BaseModel):
@@ -50,6 +53,13 @@ class TestRunConfig(BaseModel):
     cache_key_files: list[str]
     image: str
     compute: Compute
+    # Test generation (the execute stage's build): the repository may choose a writer and lower
+    # the time budgets the deployment caps (None: the deployment's), and say its suite must run
+    # in its own order when candidates are checked with it.
+    writer: RepositoryWriter | None = None
+    generation_module_seconds: int | None = None
+    generation_seconds: int | None = None
+    random_order: bool = True
 
 
 EXPLICIT_FILE = "agentledger.toml"
@@ -243,6 +253,30 @@ def _env_entry(label: str, name: str, text: Any) -> None:
         raise _key_error(label, key, f"the value is longer than {MAX_ENV_VALUE_CHARS} characters")
 
 
+def _writer(label: str, value: Any) -> str:
+    return _one_of(label, "writer", value, get_args(RepositoryWriter))
+
+
+def _seconds(key: str) -> Callable[[str, Any], int]:
+    def validate(label: str, value: Any) -> int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _key_error(label, key, "must be an integer number of seconds")
+        if not 1 <= value <= MAX_GENERATION_SECONDS:
+            raise _key_error(label, key, f"{value} is outside 1..{MAX_GENERATION_SECONDS} seconds")
+        return value
+
+    return validate
+
+
+def _boolean(key: str) -> Callable[[str, Any], bool]:
+    def validate(label: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise _key_error(label, key, "must be true or false")
+        return value
+
+    return validate
+
+
 def _image(label: str, value: Any) -> str:
     if not isinstance(value, str) or len(value) > MAX_IMAGE_CHARS or not IMAGE_NAME.fullmatch(value):
         raise _key_error(label, "image", f"must be an image name of at most {MAX_IMAGE_CHARS} "
@@ -260,6 +294,10 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "env": ("env", _env),
     "image": ("image", _image),
     "compute": ("compute", _compute),
+    "writer": ("writer", _writer),
+    "generation_module_seconds": ("generation_module_seconds", _seconds("generation_module_seconds")),
+    "generation_seconds": ("generation_seconds", _seconds("generation_seconds")),
+    "random_order": ("random_order", _boolean("random_order")),
 }
 
 
@@ -290,7 +328,8 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
               explicit_test: bool) -> dict[str, Any]:
     common = {"timeout_s": DEFAULT_TIMEOUT_S, "env": {}, "image": DEFAULT_IMAGE,
               "compute": DEFAULT_COMPUTE, "virtualenv": False, "junit": [], "install": [],
-              "cache_key_files": []}
+              "cache_key_files": [], "writer": None, "generation_module_seconds": None,
+              "generation_seconds": None, "random_order": True}
     if ecosystem == "python":
         return {**common, **_python_defaults(root, pyproject or {}, explicit_test)}
     if ecosystem == "node":

@@ -1,5 +1,6 @@
 """The test run's driver: runs inside the build, on the repository under test.
 
+    python3 agentledger/driver.py tools      install agentledger's own tools, when the build generates tests
     python3 agentledger/driver.py install    install the dependencies (into the cached venv on a miss)
     python3 agentledger/driver.py test       run the tests, collect results into agentledger/results/
     python3 agentledger/driver.py upload     POST agentledger/results/ as a tarball to the output grant
@@ -49,6 +50,7 @@ CACHE_VARIABLE = "AGENTLEDGER_CACHE"
 RESULTS_VARIABLE = "AGENTLEDGER_RESULTS"
 OUTPUT_LIMIT_BYTES = 1 << 20
 OUTPUT_ARCHIVE_LIMIT_BYTES = 32 << 20
+GENERATION_REQUEST_FILE = "agentledger/generation.json"
 
 # The driver's own files, outside the results so that only what is meant to leave is uploaded.
 RAW_OUTPUT_FILE = "agentledger/output.log"
@@ -60,6 +62,7 @@ DEFAULT_CACHE_ROOT = "~/.cache/agentledger"
 PR_SET_DUMPABLE = 4  # <linux/prctl.h>
 PR_SET_CHILD_SUBREAPER = 36
 INSTALLED_MARKER = ".agentledger-installed"
+TOOLS_MARKER = ".agentledger-tools-installed"  # generation.py's tools, installed completely
 VENV_KEY_LENGTH = 24
 
 MAX_JUNIT_FILES = 200
@@ -541,7 +544,7 @@ def run_install() -> int:
     results = root / RESULTS_DIR
     (results / JUNIT_DIR).mkdir(parents=True, exist_ok=True)
     workspace = Workspace(root=root, config=config, environment=command_environment(config, results))
-    workspace.log.write_bytes(b"")
+    workspace.log.touch()
 
     venv = venv_path(config, workspace.repository) if config.virtualenv else None
     if venv is not None:
@@ -562,9 +565,14 @@ def run_suite() -> int:
     workspace = Workspace(root=root, config=config, environment=command_environment(config, results))
     install_result = load_install_result(root / INSTALL_RESULT_FILE)
     venv = venv_path(config, workspace.repository) if config.virtualenv else None
-    outcome = run_tests(workspace, venv) if install_result.succeeded else None
-    if outcome is None:
+    generating = (root / GENERATION_REQUEST_FILE).is_file()
+    if not install_result.succeeded:
+        outcome = None
         say("install failed, not running the tests")
+    elif generating:
+        outcome = generation_module().run(workspace, venv)
+    else:
+        outcome = run_tests(workspace, venv)
 
     junit_files = collect_junit(workspace)
     say(f"collected {len(junit_files)} JUnit file(s)")
@@ -572,6 +580,30 @@ def run_suite() -> int:
     write_result(results, install_result, outcome, config.test, junit_files)
     say(f"wrote {RESULTS_DIR}/{RESULT_FILE}")
     return 0
+
+
+def generation_module() -> Any:
+    """generation.py, shipped next to this file: imported only by a build that generates tests."""
+    if __package__:  # imported as agentledger.testrun.driver: the orchestrator's tests
+        from agentledger.testrun import generation
+    else:  # inside the build
+        import generation  # type: ignore[import-not-found, no-redef]
+    return generation
+
+
+def install_tools() -> int:
+    """agentledger's own tools, for a build that generates tests (before any repository command
+    runs, in a phase of its own: the host lets only this phase write the tools' cache)."""
+    root = Path.cwd()
+    if not (root / GENERATION_REQUEST_FILE).is_file():
+        return 0
+    become_subreaper()
+    config = load_config(root / CONFIG_FILE)
+    results = root / RESULTS_DIR
+    (results / JUNIT_DIR).mkdir(parents=True, exist_ok=True)
+    workspace = Workspace(root=root, config=config, environment=command_environment(config, results))
+    workspace.log.touch()
+    return int(generation_module().install_tools(workspace))
 
 
 def load_install_result(path: Path) -> InstallResult:
@@ -673,7 +705,8 @@ def post(url: str, body: bytes, boundary: str) -> int:
         raise TransientUploadError(f"upload failed: {error}") from error
 
 
-COMMANDS = {"install": run_install, "test": run_suite, "upload": upload, "cache-key": print_cache_key}
+COMMANDS = {"tools": install_tools, "install": run_install, "test": run_suite, "upload": upload,
+            "cache-key": print_cache_key}
 
 
 def main(argv: list[str]) -> int:

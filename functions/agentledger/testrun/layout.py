@@ -10,9 +10,16 @@ REPOSITORY_DIR = "repository"  # the source tree with the generated tests writte
 CONTROL_DIR = "agentledger"  # trusted files the orchestrator adds: the driver and the configuration
 DRIVER_FILE = f"{CONTROL_DIR}/driver.py"
 CONFIG_FILE = f"{CONTROL_DIR}/config.json"
+# A build that writes tests (the execute stage's) also carries these: the generation module the
+# driver imports, the request it reads, and the directory put on the project's PYTHONPATH (a
+# pytest plugin, the coverage probe, a sitecustomize that appends the tools' paths).
+GENERATION_FILE = f"{CONTROL_DIR}/generation.py"
+GENERATION_REQUEST_FILE = f"{CONTROL_DIR}/generation.json"
+BUILD_SITE_DIR = f"{CONTROL_DIR}/site"
 RESULTS_DIR = f"{CONTROL_DIR}/results"  # what the driver writes and uploads
 # Inside the results (and the output tarball).
 RESULT_FILE = "result.json"
+GENERATION_RESULT_FILE = "generation.json"
 OUTPUT_FILE = "output.txt"
 JUNIT_DIR = "junit"
 
@@ -41,8 +48,11 @@ BUILDSPEC: dict[str, Any] = {
     "version": "0.2",
     "env": {"shell": "bash", "variables": {CACHE_VARIABLE: CACHE_PATH_ON_CODEBUILD}},
     "phases": {
+        # The tools a generation build needs are installed here, before any repository command runs:
+        # a host that can (the local sandbox) lets only this phase write the tools' cache.
         "install": {"commands": [
             f'curl --fail --silent --show-error --retry 3 "${INPUT_URL_VARIABLE}" | tar -xzf -',
+            f"python3 {DRIVER_FILE} tools",
         ]},
         # Two phases, so that a host that can (the local sandbox) lets the install write its cache
         # entry and the tests read the cache only.
@@ -63,7 +73,15 @@ def output_grant_seconds(build_timeout_minutes: int) -> int:
     return build_timeout_minutes * 60 + 3600
 
 
-def build_timeout_minutes(test_timeout_s: int) -> int:
-    """Install and tests each get the configured timeout; the build gets both plus a margin for
-    fetching and uploading, within CodeBuild's 5..2160 minutes."""
-    return max(5, min(2160, -(-2 * test_timeout_s // 60) + 10))
+# The pytest runs of a generation build, each bounded by the test timeout: collection, five runs
+# alone, five with the suite, coverage without the candidates and with the kept ones, the
+# findings; and the installs of the tools and of the project.
+GENERATION_COMMANDS = 16
+
+
+def build_timeout_minutes(test_timeout_s: int, generation_s: int | None = None) -> int:
+    """Install and tests each get the configured timeout; a generation build gets its search
+    budget and every command of its filters too; plus a margin for fetching and uploading,
+    within CodeBuild's 5..2160 minutes."""
+    seconds = 2 * test_timeout_s if generation_s is None else GENERATION_COMMANDS * test_timeout_s + generation_s
+    return max(5, min(2160, -(-seconds // 60) + 10))

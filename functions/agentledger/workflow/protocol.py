@@ -32,6 +32,9 @@ from .handoff import Failure, Handoffs, seconds_between
 from .reviews import ReviewKeeper
 from .stages import StageContext, StageWork
 
+# The stages whose work runs in a build the state machine comes back to look at.
+BUILD_STAGES = (Stage.EXECUTE, Stage.VERIFY)
+
 
 class Workflow:
     def __init__(self, settings: WorkflowSettings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
@@ -150,7 +153,7 @@ def _require_owner(run: Run, execution: str) -> None:
 def _is_poll(previous: StageRecord | None, execution: str, ledger: Ledger,
              stage: Stage) -> TypeGuard[StageRecord]:
     return (previous is not None and previous.status == StageStatus.RUNNING and previous.execution == execution
-            and previous.inputs == _inputs(ledger, stage) and stage == Stage.VERIFY)
+            and previous.inputs == _inputs(ledger, stage) and stage in BUILD_STAGES)
 
 
 def _inputs(ledger: Ledger, stage: Stage) -> dict[str, str]:

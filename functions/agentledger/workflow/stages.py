@@ -11,7 +11,8 @@ from agentledger.records import new_decision
 from agentledger.source import SourceSnapshot
 
 from .. import metric_names
-from ..agent import Agent, Execution, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
+from ..agent import Agent, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
+from ..agent.executor import diff_against_source
 from ..config import WorkflowSettings
 from ..errors import StaleContextError
 from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
@@ -32,7 +33,9 @@ from ..models import (
 from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import DecisionKind, Verdict
 from ..workspaces import execute_workspace, expire_workspaces
+from .builds import load_build_config
 from .verification import TestBuilds
+from .writing import TestWriting
 
 
 @dataclass
@@ -78,6 +81,7 @@ class StageWork:
         self.metrics = metrics
         self.agent = agent
         self.test_builds = TestBuilds(ledger, artifacts, builds, settings.test_timeout_limit_s)
+        self.writing = TestWriting(ledger, artifacts, builds, metrics, settings.generation_limits)
         self.body: dict[Stage, Callable[[StageContext], StageResult]] = {
             Stage.INSPECT: self.inspect,
             Stage.PLAN: self.plan,
@@ -102,7 +106,7 @@ class StageWork:
             self.artifacts.get_json(committed_output(ctx.ledger, Stage.INSPECT, "inventory.json")))
         sent_back = _change_request(ctx.ledger)
         brief = PlanBrief(request=ctx.run.request, reviewer_comment=sent_back.comment if sent_back else None,
-                          rejected_plan_digest=sent_back.plan_digest if sent_back else None)
+                          rejected_plan_digest=sent_back.plan_digest if sent_back else None, run_id=ctx.run.run_id)
         try:
             plan = self.agent.plan(inventory, ctx.snapshot, brief)
         except PlannerOutputError as unusable:
@@ -147,19 +151,57 @@ class StageWork:
         return recorded
 
     def execute(self, ctx: StageContext) -> StageResult:
+        """The writer's candidates go to a build of their own (writing tests runs the repository's
+        code), which keeps those that build, pass five times alone and with the suite, and add
+        coverage; this stage starts it, is called again until it ends, and records what it kept."""
         plan = Plan.model_validate(self.artifacts.get_json(committed_output(ctx.ledger, Stage.PLAN, "plan.json")))
+        config = load_build_config(ctx.snapshot.root, self.settings.test_timeout_limit_s)
+        if config.ecosystem != "python":
+            # The filters run pytest and coverage.py: another ecosystem's candidates are kept as written.
+            files = self._candidates(plan, ctx)
+            return self._written(ctx, files, [])
+        previous = ctx.ledger.stages.get(Stage.EXECUTE.value)
+        failure_reported = (previous is not None and previous.status == StageStatus.FAILED
+                            and previous.execution != ctx.execution)
+        progress = self.writing.advance(ctx.run, ctx.execution, plan, config, ctx.snapshot.root, ctx.snapshot.files,
+                                        lambda: self._candidates(plan, ctx), ctx.ledger.test_runs,
+                                        rerun_reported=failure_reported)
+        if not progress.finished:
+            return pending(progress.run, progress.poll_after_s)
+        assert progress.test_run is not None and progress.artifacts is not None
+        if progress.failure is not None or progress.files is None:
+            return StageResult(progress.artifacts, None, stage_status=StageStatus.FAILED, records=[progress.test_run],
+                               run=progress.run, failure=progress.failure)
+        result = self._written(ctx, progress.files, progress.artifacts)
+        result.records.append(progress.test_run)
+        result.run = progress.run
+        if not progress.files:
+            result.changes["outcome"] = RunOutcome.NO_TESTS_KEPT
+        elif ctx.run.outcome == RunOutcome.NO_TESTS_KEPT:
+            result.changes["outcome"] = RunOutcome.CHANGES_PROPOSED
+        return result
+
+    def _candidates(self, plan: Plan, ctx: StageContext) -> dict[str, str]:
+        """The agent's candidate test files (Pynguin's come from the build itself)."""
         expire_workspaces(self.settings.workspace_root, self.settings.workspace_retention_s)
         workspace = execute_workspace(self.settings.workspace_root, ctx.run.run_id)
-        execution: Execution = self.agent.execute(plan, ctx.snapshot, workspace)
-        run_id = ctx.run.run_id
-        refs = [
-            self.artifacts.put_json(run_id, Stage.EXECUTE, "test-files.json", execution.files),
-            self.artifacts.put_text(run_id, Stage.EXECUTE, "changes.diff", execution.diff, "text/x-diff"),
-        ]
-        # What the workspace holds is in the artifacts now; an attempt that failed leaves its
+        files = self.agent.execute(plan, ctx.snapshot, workspace).files
+        # What the workspace holds is in the build's input now; an attempt that failed leaves its
         # workspace for the person it is handed to, until it expires.
         shutil.rmtree(workspace.parent, ignore_errors=True)
-        return StageResult(refs, stage_evidence(Stage.EXECUTE, digest(execution.files), ctx.ledger))
+        return files
+
+    def _written(self, ctx: StageContext, files: dict[str, str], artifacts: list[ArtifactRef]) -> StageResult:
+        run_id = ctx.run.run_id
+        refs = [
+            *artifacts,
+            self.artifacts.put_json(run_id, Stage.EXECUTE, "test-files.json", files),
+            self.artifacts.put_text(run_id, Stage.EXECUTE, "changes.diff", diff_against_source(files, ctx.snapshot),
+                                    "text/x-diff"),
+        ]
+        reads = {f"artifact:{ref.name}": ref.sha256 for ref in artifacts if ref.name == "generation.json"}
+        evidence = stage_evidence(Stage.EXECUTE, digest(files), ctx.ledger, reads)
+        return StageResult(refs, evidence)
 
     def verify(self, ctx: StageContext) -> StageResult:
         """The tests run in a build of their own, outside this function's trust boundary; this

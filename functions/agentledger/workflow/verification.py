@@ -1,5 +1,6 @@
-"""The verify stage's test build: package the inputs, start one build per input digest, poll it,
-and read what it uploaded into results a person can act on.
+"""The verify stage's test build: the suite on the source tree with the written tests, in the
+sandbox (workflow/builds.py starts and polls it), and what it uploaded read into results a person
+can act on.
 
 The build runs untrusted code, so what comes back (result.json, JUnit XML, the output tail) is
 validated and bounded here; nothing it says is trusted beyond "these are the results it reports".
@@ -12,28 +13,29 @@ from __future__ import annotations
 import io
 import tarfile
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentledger.artifacts import stage_prefix
-
-from .. import faults
-from ..errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
+from ..errors import NoTestsRanError, VerificationFailedError
 from ..fingerprints import digest, sha256_bytes
-from ..models import ArtifactRef, BuildRequest, Run, Stage, TestRun, utc_now
+from ..models import ArtifactRef, Run, Stage, TestRun
 from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
 from ..testrun import layout
-from ..testrun.config import ConfigError, TestRunConfig, load_config
+from ..testrun.config import TestRunConfig
 from ..testrun.junit import TestCounts, summarize_junit
+from .builds import (
+    BuildInputs,
+    Builds,
+    control_files,
+    driver_digest,
+    load_build_config,
+    missing_output,
+    repository_files,
+)
 
-DRIVER_SOURCE = Path(__file__).resolve().parent.parent / "testrun" / "driver.py"
-INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
-POLL_MIN_SECONDS = 2
-POLL_MAX_SECONDS = 30
 RESULT_LIMIT_BYTES = 1 << 20
 # What is read of the JUnit XML a build uploaded, all files together: held in memory at once.
 JUNIT_TOTAL_LIMIT_BYTES = 16 << 20
@@ -88,9 +90,9 @@ class TestReport(BaseModel):
 
 
 @dataclass
-class BuildProgress:
-    """Where a test build stands: still running (poll again after `poll_after_s`), or finished with
-    the artifacts to commit and the failure to raise, if any."""
+class VerifyProgress:
+    """Where the verify build stands: still running (poll again after `poll_after_s`), or
+    finished with the artifacts to commit and the failure to raise, if any."""
 
     run: Run
     test_run: TestRun
@@ -109,91 +111,27 @@ class TestBuilds:
 
     def __init__(self, ledger: LedgerPort, artifacts: ArtifactPort, builds: BuildPort | None,
                  timeout_limit_s: int) -> None:
-        self.ledger = ledger
         self.artifacts = artifacts
-        self.builds = builds
+        self.builds = Builds(ledger, artifacts, builds)
         self.timeout_limit_s = timeout_limit_s
 
     def advance(self, run: Run, execution: str, snapshot_root: Path, source_files: dict[str, str],
-                test_files: dict[str, str], test_runs: dict[str, TestRun], rerun_reported: bool) -> BuildProgress:
-        """One step: start the build for these inputs if none exists, else look at it, and read
-        its results once it has ended. `rerun_reported`: a person resumed after the results of
-        these inputs were reported as a failure, so they are not reused."""
+                test_files: dict[str, str], test_runs: dict[str, TestRun], rerun_reported: bool) -> VerifyProgress:
+        """One step of the suite's build; its results once it has ended."""
+        config = load_build_config(snapshot_root, self.timeout_limit_s)
+        inputs = BuildInputs(
+            stage=Stage.VERIFY, label="test", input_name="test-input.tar.gz",
+            digest=test_run_digest(source_files, test_files, config), config=config,
+            files=lambda: {**repository_files(snapshot_root, source_files, test_files), **control_files(config)},
+            timeout_minutes=layout.build_timeout_minutes(config.timeout_s))
+        progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
+        if not progress.finished:
+            return VerifyProgress(progress.run, progress.test_run, poll_after_s=progress.poll_after_s)
+        return self._read_results(progress.run, progress.test_run, config, progress.archive)
+
+    def _read_results(self, run: Run, test_run: TestRun, config: TestRunConfig,
+                      archive: bytes | None) -> VerifyProgress:
         run_id = run.run_id
-        try:
-            config = load_config(snapshot_root)
-        except ConfigError as error:
-            raise TestConfigurationError(str(error)) from error
-        if config.timeout_s > self.timeout_limit_s:
-            raise TestConfigurationError(
-                f"{config.source} asks for a {config.timeout_s} s test timeout; this deployment allows at "
-                f"most {self.timeout_limit_s} s (AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS)")
-        input_digest = test_run_digest(source_files, test_files, config)
-        test_run = test_runs.get(input_digest)
-        attempt = 1
-        if test_run is not None and rerun_reported and test_run.status != BuildStatus.IN_PROGRESS:
-            attempt = test_run.attempt + 1
-            test_run = None
-        # Only an intent an earlier invocation recorded can have a build it did not get to record.
-        intended_before = test_run is not None
-        if test_run is None:
-            run, test_run = self._record_intent(run, execution, input_digest, attempt, snapshot_root, source_files,
-                                                test_files, config)
-        if test_run.build_id is None:
-            run, test_run = self._start(run, execution, test_run, config, look_for_earlier=intended_before)
-            faults.reach(run_id, Stage.VERIFY, "build_running", execution)
-        if test_run.status == BuildStatus.IN_PROGRESS:
-            status = self._require_builds().status(test_run.build_id or "")
-            if status is None or status == BuildStatus.IN_PROGRESS:
-                return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
-            test_run = test_run.model_copy(update={"status": status, "finished_at": utc_now()})
-        return self._read_results(run, test_run, config)
-
-    # -- starting -------------------------------------------------------------------------
-    def _record_intent(self, run: Run, execution: str, input_digest: str, attempt: int, root: Path,
-                       source_files: dict[str, str], test_files: dict[str, str],
-                       config: TestRunConfig) -> tuple[Run, TestRun]:
-        run_id = run.run_id
-        archive = package_inputs(root, source_files, test_files, config)
-        input_ref = self.artifacts.put(run_id, Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
-        output_key = f"{stage_prefix(run_id, Stage.VERIFY)}builds/{input_digest[:32]}-{attempt}/output.tar.gz"
-        test_run = TestRun(digest=input_digest, attempt=attempt, input=input_ref, output_key=output_key,
-                           execution=execution)
-        # Recorded before the build starts, so a crash after starting it leaves a trace to reconcile.
-        run = self.ledger.write(run, records=[test_run, input_ref], execution=execution,
-                                reason=f"test run {input_digest[:12]} prepared ({len(archive)} bytes of input)")
-        return run, test_run
-
-    def _start(self, run: Run, execution: str, test_run: TestRun, config: TestRunConfig,
-               look_for_earlier: bool) -> tuple[Run, TestRun]:
-        builds = self._require_builds()
-        marker = test_run.marker(run.run_id)
-        build_id = builds.find(marker) if look_for_earlier else None
-        if build_id is None:
-            timeout_minutes = layout.build_timeout_minutes(config.timeout_s)
-            build_id = builds.start(BuildRequest(
-                test_run=marker,
-                input_url=self.artifacts.download_url(test_run.input.key, INPUT_LINK_SECONDS),
-                output_grant=self.artifacts.upload_grant(test_run.output_key, layout.OUTPUT_ARCHIVE_LIMIT_BYTES,
-                                                         layout.output_grant_seconds(timeout_minutes)),
-                image=config.image,
-                compute=config.compute,
-                timeout_minutes=timeout_minutes,
-            ))
-        started = test_run.model_copy(update={"build_id": build_id})
-        run = self.ledger.write(run, records=[started], execution=execution,
-                                reason=f"test build {build_id} started for inputs {test_run.digest[:12]}")
-        return run, started
-
-    def _require_builds(self) -> BuildPort:
-        if self.builds is None:
-            raise RuntimeError("verify needs TEST_BUILD_PROJECT_NAME: the stack must pass it to this function")
-        return self.builds
-
-    # -- reading what the build left ------------------------------------------------------
-    def _read_results(self, run: Run, test_run: TestRun, config: TestRunConfig) -> BuildProgress:
-        run_id = run.run_id
-        archive = self.artifacts.read(test_run.output_key)
         contents = read_output_archive(archive) if archive is not None else None
         report, counts = judge(test_run, config, contents)
         test_run = test_run.model_copy(update={"report": report.model_dump(mode="json")})
@@ -202,12 +140,12 @@ class TestBuilds:
             self.artifacts.put_json(run_id, Stage.VERIFY, "test-config.json", config.model_dump(mode="json")),
             self.artifacts.put_json(run_id, Stage.VERIFY, "command.json", report.model_dump(mode="json")),
             self.artifacts.put_text(run_id, Stage.VERIFY, "test-output.txt",
-                                    contents.output if contents else _missing_output(test_run)),
+                                    contents.output if contents else missing_output(test_run)),
         ]
         if counts is not None:
             refs.append(self.artifacts.put_json(run_id, Stage.VERIFY, "test-results.json",
                                                 counts.model_dump(mode="json")))
-        return BuildProgress(run, test_run, artifacts=refs, report=report, failure=_failure(report))
+        return VerifyProgress(run, test_run, artifacts=refs, report=report, failure=_failure(report))
 
 
 @dataclass(frozen=True)
@@ -224,33 +162,8 @@ def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], co
         "source": source_files,
         "tests": {path: sha256_bytes(text.encode()) for path, text in test_files.items()},
         "config": config.model_dump(mode="json"),
-        "driver": sha256_bytes(DRIVER_SOURCE.read_bytes()),
+        "driver": driver_digest(),
     })
-
-
-def _poll_interval(test_run: TestRun) -> int:
-    """Short at first (most builds of small repositories take seconds), then every 30 s."""
-    waited = (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
-    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, waited / 4)))
-
-
-def package_inputs(root: Path, source_files: dict[str, str], test_files: dict[str, str],
-                   config: TestRunConfig) -> bytes:
-    """The build's input: the source tree with the generated tests written in, the driver and the
-    configuration. Deterministic (sorted, no timestamps or owners), so equal inputs give equal bytes."""
-    members: dict[str, bytes] = {f"{layout.REPOSITORY_DIR}/{path}": (root / path).read_bytes()
-                                 for path in sorted(source_files)}
-    members.update({f"{layout.REPOSITORY_DIR}/{path}": text.encode() for path, text in test_files.items()})
-    members[layout.DRIVER_FILE] = DRIVER_SOURCE.read_bytes()
-    members[layout.CONFIG_FILE] = config.model_dump_json(indent=2).encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as archive:
-        for name in sorted(members):
-            data = members[name]
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def read_output_archive(archive: bytes) -> OutputContents:
@@ -344,11 +257,6 @@ def judge(test_run: TestRun, config: TestRunConfig,
                           reason=f"the test command exited {suite.exit_code}{detail}", **base), counts
     detail = f": {counts.passed} passed, {counts.skipped} skipped" if counts else " (it wrote no JUnit XML to count)"
     return TestReport(outcome="passed", passed=True, reason=f"the test command exited 0{detail}", **base), counts
-
-
-def _missing_output(test_run: TestRun) -> str:
-    return (f"[agentledger: build {test_run.build_id} ended {test_run.status.value} without uploading its output; "
-            "see its log in CloudWatch Logs]\n")
 
 
 def _failure(report: TestReport) -> Exception | None:

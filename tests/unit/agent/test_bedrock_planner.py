@@ -1,5 +1,6 @@
-"""The Bedrock planner offline: botocore's Stubber checks every Converse request and response
-against the real API's shapes, and answers with what a model would."""
+"""The Bedrock writer offline: botocore's Stubber checks every Converse request and response
+against the real API's shapes, and answers with what a model would: pytest code, which is parsed
+and checked here, never run (it runs only in the sandboxed build)."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,16 @@ from .samples import BRIEF, make_sample_repo
 
 pytestmark = pytest.mark.unit
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
-GOOD = {"items": [{"target": "pkg/calc.py::multiply", "rationale": "no test calls it",
-                   "examples": [{"source": "multiply(3, 4)", "expected": "12"}]}],
+TEST_CODE = """import pytest
+
+from pkg.calc import multiply
+
+
+@pytest.mark.parametrize(("a", "b", "product"), [(3, 4, 12), (0, 5, 0), (-2, 3, -6)])
+def test_multiply(a, b, product):
+    assert multiply(a, b) == product
+"""
+GOOD = {"modules": [{"path": "pkg/calc.py", "rationale": "no test calls multiply", "code": TEST_CODE}],
         "skipped": [{"target": "pkg/calc.py::Accumulator", "reason": "nothing to state"}],
         "files_read": ["pkg/calc.py"]}
 
@@ -68,8 +77,9 @@ def _plan(client, repo, *answers, brief: PlanBrief = BRIEF, max_reasks: int = 2)
 def test_a_valid_tool_answer_is_the_plan_with_its_call_recorded(client, tmp_path):
     plan, snapshot = _plan(client, make_sample_repo(tmp_path / "repo"), _answer(GOOD))
     assert plan.planner == f"bedrock:{MODEL}"
-    assert [(item.target, item.test_path, [e.source for e in item.examples]) for item in plan.items] == [
-        ("pkg/calc.py::multiply", "agentledger_tests/test_pkg_calc.py", ["multiply(3, 4)"])]
+    assert plan.writer == "bedrock"
+    assert [(item.target, item.test_path, item.code) for item in plan.items] == [
+        ("pkg/calc.py::", "tests/test_pkg_calc_generated.py", TEST_CODE)]
     assert plan.files_read == {"pkg/calc.py": snapshot.files["pkg/calc.py"]}  # hashed here, not by the model
     (call,) = plan.model_calls
     assert (call.model_id, call.stop_reason, call.input_tokens, call.output_tokens, call.latency_ms) == (
@@ -78,6 +88,7 @@ def test_a_valid_tool_answer_is_the_plan_with_its_call_recorded(client, tmp_path
     prompt = call.request["messages"][0]["content"][0]["text"]
     assert "Request: write tests for calc" in prompt
     assert "- pkg/calc.py::multiply" in prompt and "Source of pkg/calc.py:" in prompt
+    assert "pytest" in call.request["system"][0]["text"]
     assert "model_calls" not in plan.approved_content()  # what a reviewer approves is the plan, not the transcript
 
 
@@ -90,15 +101,17 @@ def test_the_reviewers_comment_is_in_the_prompt_of_a_replan(client, tmp_path):
 
 
 @pytest.mark.parametrize(("bad", "complaint"), [
-    ({**GOOD, "items": [{**GOOD["items"][0], "target": "pkg/nowhere.py::f"}]}, "modules the repository does not have"),
+    ({**GOOD, "modules": [{**GOOD["modules"][0], "path": "pkg/nowhere.py"}]}, "modules the repository does not have"),
     ({**GOOD, "files_read": ["/etc/passwd"]}, "files the repository does not have"),
-    ({**GOOD, "items": [{**GOOD["items"][0], "examples": []}]}, "at least 1 item"),
-    ({"items": "all of them"}, "valid list"),
+    ({**GOOD, "modules": [{**GOOD["modules"][0], "code": "def test_x(:\n"}]}, "does not parse"),
+    ({**GOOD, "modules": [{**GOOD["modules"][0], "code": "import os\nos.system('rm -rf /')\n"}]},
+     "defines no test"),
+    ({"modules": "all of them"}, "valid list"),
 ])
 def test_output_that_does_not_validate_is_sent_back_with_its_errors_and_the_corrected_plan_used(
         client, tmp_path, bad, complaint):
     plan, _ = _plan(client, make_sample_repo(tmp_path / "repo"), _answer(bad), _answer(GOOD))
-    assert [item.target for item in plan.items] == ["pkg/calc.py::multiply"]
+    assert [item.target for item in plan.items] == ["pkg/calc.py::"]
     first, second = plan.model_calls
     sent_back = second.request["messages"][-1]["content"][0]["toolResult"]
     assert sent_back["status"] == "error" and sent_back["toolUseId"] == "tool-1"
@@ -114,7 +127,7 @@ def test_an_answer_without_the_tool_is_asked_again(client, tmp_path):
 
 
 def test_output_that_never_validates_goes_to_a_person_with_every_call(client, tmp_path):
-    bad = _answer({**GOOD, "items": [{**GOOD["items"][0], "target": "pkg/nowhere.py::f"}]})
+    bad = _answer({**GOOD, "modules": [{**GOOD["modules"][0], "path": "pkg/nowhere.py"}]})
     snapshot = snapshot_directory(make_sample_repo(tmp_path / "repo"))
     with Stubber(client) as stub:
         for _ in range(2):

@@ -6,41 +6,40 @@ from pathlib import Path
 
 import pytest
 
-from agentledger.agent import ReferenceAgent, apply_files, snapshot_directory
+from agentledger.agent import DocstringExamplePlanner, ReferenceAgent, apply_files, snapshot_directory
 
 from .samples import BRIEF, make_sample_repo, write
 
-GENERATED = "agentledger_tests/test_pkg_calc.py"
-CONFTEST = "agentledger_tests/conftest.py"
+# In the project's own tests folder, a plain module beside its tests: no package, no conftest.
+GENERATED = "tests/test_pkg_calc_generated.py"
 
 
 def _execute(repo, workspace, agent=None):
-    agent = agent or ReferenceAgent()
+    agent = agent or ReferenceAgent(planner=DocstringExamplePlanner())
     snapshot = snapshot_directory(repo)
     plan = agent.plan(agent.inspect(snapshot), snapshot, BRIEF)
     return snapshot, agent.execute(plan, snapshot, workspace)
 
 
-def _run_suite(workspace: Path) -> subprocess.CompletedProcess[str]:
+def _run_suite(workspace: Path, test_file: str = GENERATED) -> subprocess.CompletedProcess[str]:
     """The generated tests, run the way a repository's own toolchain runs them: pytest."""
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "agentledger_tests"],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
                           cwd=workspace, capture_output=True, text=True, timeout=60)
 
 
 def test_one_idiomatic_pytest_test_per_documented_object_and_they_pass(tmp_path):
     _, execution = _execute(make_sample_repo(tmp_path / "repo"), tmp_path / "ws")
-    assert sorted(execution.files) == ["agentledger_tests/__init__.py", CONFTEST, GENERATED]
+    assert sorted(execution.files) == [GENERATED]
     generated = execution.files[GENERATED]
     assert generated.startswith('"""Tests agentledger wrote from the docstring examples of pkg/calc.py."""\n\n'
-                                "import pkg.calc\n\n\n"
-                                "def test_Accumulator_total(docstring_examples):\n"
-                                "    docstring_examples(pkg.calc.Accumulator.total, r\'\'\'\n"
-                                "        >>> Accumulator().total()\n        0\n    \'\'\')\n")
-    assert ("def test_add(docstring_examples):\n    docstring_examples(pkg.calc.add, r\'\'\'\n"
+                                "import doctest\nimport inspect\nimport textwrap\n\nimport pkg.calc\n")
+    assert ("\n\ndef test_Accumulator_total():\n    run_examples(pkg.calc.Accumulator.total, r\'\'\'\n"
+            "        >>> Accumulator().total()\n        0\n    \'\'\')\n") in generated
+    assert ("def test_add():\n    run_examples(pkg.calc.add, r\'\'\'\n"
             "        >>> add(2, 3)\n        5\n        >>> total = add(1, 1)\n        >>> total * SCALE\n        20\n"
             "    \'\'\')\n") in generated
-    assert generated.count("def test_") == 3 and "import doctest" not in generated
-    assert "doctest.DocTestRunner" in execution.files[CONFTEST] and "exec(" not in execution.files[CONFTEST]
+    assert generated.count("def test_") == 3
+    assert "doctest.DocTestRunner" in generated and "exec(" not in generated
     verification = _run_suite(tmp_path / "ws")
     assert verification.returncode == 0, verification.stdout
     assert "3 passed" in verification.stdout
@@ -63,7 +62,7 @@ def test_a_wrong_example_fails_its_test_with_doctests_report(tmp_path, original,
     _execute(repo, tmp_path / "ws")
     verification = _run_suite(tmp_path / "ws")
     assert verification.returncode == 1
-    assert f"FAILED agentledger_tests/test_pkg_calc.py::{failing_test}" in verification.stdout
+    assert f"FAILED {GENERATED}::{failing_test}" in verification.stdout
     assert "1 failed, 2 passed" in verification.stdout
     assert shown in verification.stdout
 
@@ -137,20 +136,20 @@ def test_directives_option_flags_compound_one_liners_classes_methods_and_isolati
     write(repo, "behaviours.py", DOCTEST_BEHAVIOURS)
     write(repo, "pyproject.toml", '[tool.pytest.ini_options]\ndoctest_optionflags = "NORMALIZE_WHITESPACE"\n')
     _, execution = _execute(repo, tmp_path / "ws")
-    assert "OPTION_FLAGS = doctest.NORMALIZE_WHITESPACE" in execution.files[CONFTEST]
-    verification = _run_suite(tmp_path / "ws")
+    generated = "tests/test_behaviours_generated.py"
+    assert "OPTION_FLAGS = doctest.NORMALIZE_WHITESPACE" in execution.files[generated]
+    verification = _run_suite(tmp_path / "ws", generated)
     assert verification.returncode == 0, verification.stdout
     assert "7 passed" in verification.stdout  # module, defines, isolated, directives, project_flags, Widget, grow
     # Without the project's flag, its example fails: the flag is what made it pass.
     write(repo, "pyproject.toml", "[project]\nname = 'behaviours'\n")
     _execute(repo, tmp_path / "ws")
-    assert "FAILED agentledger_tests/test_behaviours.py::test_project_flags" in _run_suite(tmp_path / "ws").stdout
+    assert f"FAILED {generated}::test_project_flags" in _run_suite(tmp_path / "ws", generated).stdout
 
 
 def test_the_diff_adds_the_generated_files_to_the_source(tmp_path):
     _, execution = _execute(make_sample_repo(tmp_path / "repo"), tmp_path / "ws")
-    assert execution.diff.startswith("--- /dev/null\n+++ b/agentledger_tests/__init__.py\n")
-    assert f"--- /dev/null\n+++ b/{GENERATED}\n" in execution.diff
+    assert execution.diff.startswith(f"--- /dev/null\n+++ b/{GENERATED}\n")
     lines = execution.diff.splitlines()
     added = [line[1:] for line in lines if line.startswith("+") and not line.startswith("+++")]
     assert "\n".join(added) == "\n".join(
@@ -158,12 +157,12 @@ def test_the_diff_adds_the_generated_files_to_the_source(tmp_path):
     )
 
 
-def test_the_diff_modifies_a_generated_file_already_in_the_source(tmp_path):
+def test_a_file_of_the_project_is_never_overwritten_the_tests_get_a_name_of_their_own(tmp_path):
     repo = make_sample_repo(tmp_path / "repo")
-    write(repo, GENERATED, "# an older generation\n")
+    write(repo, GENERATED, "# the project's own file of that name\n")
     _, execution = _execute(repo, tmp_path / "ws")
-    assert f"--- a/{GENERATED}\n+++ b/{GENERATED}\n" in execution.diff
-    assert "-# an older generation\n" in execution.diff
+    assert sorted(execution.files) == ["tests/test_pkg_calc_generated_2.py"]
+    assert "--- /dev/null\n+++ b/tests/test_pkg_calc_generated_2.py\n" in execution.diff
 
 
 def test_the_workspace_is_the_source_plus_generated_files_and_is_rebuilt_on_retry(tmp_path):

@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from agentledger.agent import (
-    DocstringExamplePlanner,
     Example,
     Plan,
     PlanItem,
+    PynguinPlanner,
     ReferenceAgent,
     load_agent,
     snapshot_directory,
@@ -44,7 +44,8 @@ def custom_agents_module(tmp_path, monkeypatch):
 def test_no_spec_gives_the_reference_agent():
     agent = load_agent(None)
     assert isinstance(agent, ReferenceAgent)
-    assert isinstance(agent.planner, DocstringExamplePlanner)
+    assert isinstance(agent.planner, PynguinPlanner)  # the default writer for Python
+    assert set(agent.writers) == {"pynguin", "doctest"}  # what a repository may choose for itself
 
 
 def test_a_spec_names_a_factory_that_builds_the_agent(custom_agents_module):
@@ -77,7 +78,7 @@ class SingleExamplePlanner:
     def plan(self, inventory, snapshot, brief):
         item = PlanItem(
             target="pkg/calc.py::multiply",
-            test_path="agentledger_tests/test_multiply.py",
+            test_path="tests/test_multiply.py",
             rationale="asked for by the user",
             examples=[Example(source="multiply(3, 4)", expected="12")],
         )
@@ -89,5 +90,5 @@ def test_the_reference_agent_runs_a_plugged_in_planner(tmp_path):
     snapshot = snapshot_directory(make_sample_repo(tmp_path / "repo"))
     plan = agent.plan(agent.inspect(snapshot), snapshot, BRIEF)
     execution = agent.execute(plan, snapshot, tmp_path / "ws")
-    assert "agentledger_tests/test_multiply.py" in execution.files
-    assert "multiply(3, 4)" in execution.files["agentledger_tests/test_multiply.py"]
+    assert "tests/test_multiply.py" in execution.files
+    assert "multiply(3, 4)" in execution.files["tests/test_multiply.py"]

@@ -1,0 +1,739 @@
+"""Writing candidate tests and keeping those worth a reviewer's time, inside the build.
+
+Run by the driver (`driver.py test` when the input carries a generation request), on the
+repository under test, after its dependencies are installed:
+
+1. candidates: Pynguin writes them module by module (search-based, seeded, bounded by a time
+   budget per module and per run), or they came with the request (the doctest and bedrock
+   writers write them outside the build). Pynguin's exception-revealing tests (`xfail`) are not
+   candidates: they are run once more to record the exception, and reported as findings.
+2. TestGen-LLM's filters, each candidate test on its own:
+   - build: pytest collects it;
+   - pass_alone: it passes five consecutive runs of the candidate files alone;
+   - pass_with_suite: it passes five runs with the rest of the suite, shuffled unless the
+     project says its order matters;
+   - coverage: it covers a line or a branch the suite without the candidates does not (nor a
+     candidate kept before it), as coverage.py measures it.
+3. the kept tests are written into their test files, and the suite with them is measured again:
+   coverage of the targeted modules before and after.
+
+The request comes from the orchestrator (trusted); everything the repository's code produces
+(Pynguin's output, test results, coverage data) is bounded here, and judged again outside.
+Standard library only, Python 3.9+ (it is copied into the build next to the driver)."""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__:  # imported as agentledger.testrun.generation: the orchestrator's tests
+    from agentledger.testrun import driver
+else:  # inside the build, next to the driver
+    import driver  # type: ignore[import-not-found, no-redef]
+
+
+# Repeated from agentledger/testrun/layout.py (tests/unit/testrun/test_layout.py checks they agree).
+GENERATION_REQUEST_FILE = "agentledger/generation.json"
+GENERATION_RESULT_FILE = "generation.json"
+BUILD_SITE_DIR = "agentledger/site"
+PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
+COVERAGE_REQUIREMENT = "coverage==7.18.0"
+
+WORK_DIR = "agentledger/work"  # the driver's scratch: pynguin's output, coverage data, reports
+APPEND_PATH_VARIABLE = "AGENTLEDGER_APPEND_PATH"
+ORDER_SEED_VARIABLE = "AGENTLEDGER_ORDER_SEED"
+COLLECTED_VARIABLE = "AGENTLEDGER_COLLECTED"
+PYTEST_PLUGIN = "agentledger_pytest"
+RUNS = 5
+FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage")
+MAX_CANDIDATE_SOURCE = 20_000  # characters of one candidate's source that are reported
+MAX_CANDIDATES = 400
+MAX_FINDINGS = 100
+MAX_MESSAGE = 2_000
+MAX_REPORT_BYTES = 64 << 20  # a JUnit or coverage report read back; larger is not believed
+PYNGUIN_MARGIN_S = 60  # Pynguin's own start, minimization and writing, past its search budget
+# Pynguin's searches of one module, by the coverage they aim at (search_module says why two).
+PYNGUIN_SEARCHES: tuple[tuple[str, ...], ...] = (("BRANCH",), ("BRANCH", "CHECKED"))
+
+
+class GenerationError(driver.DriverError):
+    """The generation itself cannot go on (as opposed to a candidate being dropped)."""
+
+
+# --- the request ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    module: str  # importable name: "pkg.mod"
+    path: str  # "pkg/mod.py" or "src/pkg/mod.py"
+    test_path: str  # where its tests go, relative to the repository
+    names: list[str]  # the untested objects it was chosen for
+
+
+@dataclass(frozen=True)
+class Request:
+    writer: str  # pynguin | doctest | bedrock (or a custom agent's name)
+    seed: int
+    module_seconds: int
+    run_seconds: int
+    iterations: int
+    random_order: bool
+    targets: list[Target]
+    candidate_files: list[str]  # files the request put into the repository (not Pynguin's)
+
+
+def load_request(path: Path) -> Request:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        targets = [Target(**target) for target in document.pop("targets")]
+        return Request(targets=targets, **document)
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise GenerationError(f"cannot read {GENERATION_REQUEST_FILE}: {error}") from error
+
+
+# --- candidates ----------------------------------------------------------------------------------
+
+@dataclass
+class Candidate:
+    test_path: str
+    name: str  # the top-level test function or class
+    source: str
+    module: str | None = None  # the module it was written for, when known
+    dropped_by: str | None = None  # the first filter it failed, None while it survives
+    detail: str = ""
+    runs: dict[str, int] = field(default_factory=dict)  # filter -> runs passed
+    gain: dict[str, int] = field(default_factory=dict)  # lines / branches it adds over the suite
+
+    @property
+    def key(self) -> str:
+        return f"{self.test_path}::{self.name}"
+
+    def drop(self, by: str, detail: str) -> None:
+        if self.dropped_by is None:
+            self.dropped_by, self.detail = by, detail[:MAX_MESSAGE]
+
+
+@dataclass
+class Finding:
+    module: str
+    test: str
+    source: str
+    exception: str = ""
+    message: str = ""
+
+
+@dataclass
+class TestFile:
+    """A candidate test file split into what every test needs (imports, helpers) and its tests."""
+
+    __test__ = False
+    path: str
+    header: str
+    tests: list[tuple[str, str]]  # (name, source), in file order
+
+
+def split_test_file(path: str, text: str) -> TestFile:
+    """The top-level `test_*` functions and `Test*` classes are the candidates; every other
+    statement is kept, in order, as the header all of them share."""
+    tree = ast.parse(text, filename=path)
+    lines = text.splitlines(keepends=True)
+    header: list[str] = []
+    tests: list[tuple[str, str]] = []
+    for node in tree.body:
+        start = min([node.lineno] + [decorator.lineno for decorator in getattr(node, "decorator_list", [])])
+        segment = "".join(lines[start - 1:node.end_lineno])
+        if is_test_node(node):
+            tests.append((node.name, segment))  # type: ignore[attr-defined]
+        else:
+            header.append(segment)
+    return TestFile(path, "".join(header), tests)
+
+
+def is_test_node(node: ast.stmt) -> bool:
+    return ((isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"))
+            or (isinstance(node, ast.ClassDef) and node.name.startswith("Test")))
+
+
+def join_test_file(header: str, tests: list[str]) -> str:
+    return header.rstrip("\n") + "\n" + "".join(f"\n\n{source.rstrip()}\n" for source in tests)
+
+
+def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple[TestFile, list[Finding]]:
+    """Pynguin's module, with its tests named after what they call (unique among `used`), and its
+    xfail tests (an input that raises where nothing said it should) taken out as findings."""
+    tree = ast.parse(text)
+    alias = module_alias(tree, target.module)
+    kept: list[ast.stmt] = []
+    findings: list[Finding] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            node.name = unique_name(test_name_for(node, alias), used)
+            if any(is_xfail(decorator) for decorator in node.decorator_list):
+                node.decorator_list = [d for d in node.decorator_list if not is_xfail(d)]
+                findings.append(Finding(module=target.module, test=node.name, source=ast.unparse(node)))
+                continue
+        kept.append(node)
+    header = "\n".join(ast.unparse(node) for node in kept if not is_test_node(node))
+    tests = [(node.name, ast.unparse(node)) for node in kept if is_test_node(node)]  # type: ignore[attr-defined]
+    note = f'"""Tests agentledger generated with Pynguin for {target.module}, kept because each adds coverage."""\n'
+    return TestFile(target.test_path, note + header + "\n", tests), findings
+
+
+def module_alias(tree: ast.Module, module: str) -> str | None:
+    """The name Pynguin binds the module under test to: `mod_ = sys.modules["pkg.mod"]`."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Subscript) and ast.unparse(node.value) == f"sys.modules['{module}']"):
+            return node.targets[0].id
+    return None
+
+
+def test_name_for(node: ast.FunctionDef, alias: str | None) -> str:
+    """`test_rect_area` for a test that builds a Rect and calls its area: the module's callables
+    it calls, then the methods, the first two of them."""
+    functions: list[str] = []
+    methods: list[str] = []
+    body = [n for statement in node.body for n in ast.walk(statement)]  # not the decorators
+    for call in (n for n in body if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+        owner = call.func.value  # type: ignore[attr-defined]
+        name = call.func.attr  # type: ignore[attr-defined]
+        bucket = functions if isinstance(owner, ast.Name) and owner.id == alias else methods
+        if isinstance(owner, ast.Name) and owner.id == "pytest":
+            continue
+        if name not in bucket:
+            bucket.append(name)
+    words = [snake(word) for word in (functions + methods)[:2]] or ["generated"]
+    return "test_" + "_".join(words)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().strip("_") or "call"
+
+
+def unique_name(name: str, used: dict[str, int]) -> str:
+    used[name] = used.get(name, 0) + 1
+    return name if used[name] == 1 else f"{name}_{used[name]}"
+
+
+def is_xfail(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return ast.unparse(target) == "pytest.mark.xfail"
+
+
+# --- running pytest ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tools:
+    root: Path
+
+    @property
+    def pynguin(self) -> Path:
+        return self.root / "pynguin" / "bin" / "pynguin"
+
+    @property
+    def coverage(self) -> Path:
+        return self.root / "coverage"
+
+
+class Runner:
+    """pytest on the repository with the project's interpreter: the working copy first on the
+    path, then the project's packages, then coverage.py."""
+
+    def __init__(self, workspace: driver.Workspace, venv: Path | None, tools: Tools, seed: int) -> None:
+        self.workspace = workspace
+        self.work = workspace.root / WORK_DIR
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.seed = seed
+        environment = workspace.environment
+        if venv is not None:
+            environment = driver.inside_venv(environment, venv)
+        site_dir = str(workspace.root / BUILD_SITE_DIR)
+        self.environment = {
+            **environment,
+            "PYTHONPATH": os.pathsep.join(filter(None, [driver.working_copy_path(workspace), site_dir])),
+            APPEND_PATH_VARIABLE: str(tools.coverage),
+        }
+        self.reports = 0
+
+    def pytest(self, arguments: list[str], label: str, coverage: Path | None = None,
+               order_seed: str | None = None) -> tuple[driver.Outcome, Path]:
+        """One pytest run; its JUnit report's path (the file may be missing if pytest died)."""
+        self.reports += 1
+        report = self.work / f"junit-{self.reports}.xml"
+        argv = ["python", "-m"]
+        if coverage is not None:
+            argv += ["coverage", "run", f"--rcfile={coverage.with_suffix('.rc')}", "-m"]
+        argv += ["pytest", "-p", "no:cacheprovider", "-p", PYTEST_PLUGIN, "-q", f"--junitxml={report}", *arguments]
+        environment = dict(self.environment)
+        if order_seed is not None:
+            environment[ORDER_SEED_VARIABLE] = order_seed
+        driver.say(f"{label}: pytest {' '.join(arguments)}".rstrip())
+        return self.workspace.run_argv(argv, f"({label}) {' '.join(argv)}", environment), report
+
+    def collect(self, path: str) -> tuple[driver.Outcome, list[str]]:
+        """The node ids pytest collects from one test file."""
+        listing = self.work / "collected.txt"
+        listing.unlink(missing_ok=True)
+        environment = {**self.environment, COLLECTED_VARIABLE: str(listing)}
+        argv = ["python", "-m", "pytest", "-p", "no:cacheprovider", "-p", PYTEST_PLUGIN, "-q", "--collect-only", path]
+        driver.say(f"build: pytest --collect-only {path}")
+        outcome = self.workspace.run_argv(argv, f"(build) {' '.join(argv)}", environment)
+        if not listing.is_file() or listing.stat().st_size > MAX_REPORT_BYTES:
+            return outcome, []
+        return outcome, listing.read_text(encoding="utf-8").splitlines()
+
+    def coverage_config(self, name: str, source_omit: list[str], contexts: bool) -> Path:
+        data = self.work / f"{name}.coverage"
+        rc = data.with_suffix(".rc")
+        omit = ",\n    ".join(source_omit)
+        rc.write_text("[run]\nbranch = True\nrelative_files = False\n"
+                      f"data_file = {data}\nsource =\n    {self.workspace.repository}\n"
+                      f"omit =\n    {omit}\n" + ("dynamic_context = test_function\n" if contexts else ""),
+                      encoding="utf-8")
+        return data
+
+    def coverage_probe(self, data: Path) -> dict[str, Any] | None:
+        out = data.with_suffix(".json")
+        argv = ["python", "-m", "agentledger_coverage", str(data), str(data.with_suffix(".rc")), str(out)]
+        outcome = self.workspace.run_argv(argv, " ".join(argv), self.environment)
+        if not outcome.succeeded or not out.is_file() or out.stat().st_size > MAX_REPORT_BYTES:
+            return None
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def junit_outcomes(report: Path) -> dict[tuple[str, str], str]:
+    """(classname, test name without parameters) -> passed | failed | skipped, the worst of its
+    cases (a parametrized test passes only when every case does)."""
+    if not report.is_file() or report.stat().st_size > MAX_REPORT_BYTES:
+        return {}
+    try:
+        root = ElementTree.parse(report).getroot()
+    except ElementTree.ParseError:
+        return {}
+    rank = {"passed": 0, "skipped": 1, "failed": 2}
+    outcomes: dict[tuple[str, str], str] = {}
+    for case in root.iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", "").split("[", 1)[0])
+        tags = {child.tag for child in case}
+        outcome = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
+        if rank[outcome] >= rank[outcomes.get(key, "passed")]:
+            outcomes[key] = outcome
+    return outcomes
+
+
+def junit_messages(report: Path) -> dict[str, tuple[str, str]]:
+    """test name -> (exception type, message) of each failed case."""
+    messages: dict[str, tuple[str, str]] = {}
+    if not report.is_file() or report.stat().st_size > MAX_REPORT_BYTES:
+        return messages
+    try:
+        root = ElementTree.parse(report).getroot()
+    except ElementTree.ParseError:
+        return messages
+    for case in root.iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                message = child.get("message", "")
+                exception, _, text = message.partition(": ")
+                messages[case.get("name", "")] = (exception[:200], text[:MAX_MESSAGE])
+    return messages
+
+
+def classname_of(test_path: str) -> str:
+    """How pytest's JUnit report names a test module's tests: the path, dotted, without .py."""
+    return test_path[:-3].replace("/", ".") if test_path.endswith(".py") else test_path
+
+
+def collected_as(candidate: Candidate, node_id: str) -> bool:
+    return node_id == candidate.key or node_id.startswith((f"{candidate.key}[", f"{candidate.key}::"))
+
+
+def outcome_of(candidate: Candidate, outcomes: dict[tuple[str, str], str]) -> str | None:
+    module = classname_of(candidate.test_path)
+    if (module, candidate.name) in outcomes:
+        return outcomes[(module, candidate.name)]
+    prefix = f"{module}.{candidate.name}"
+    found = [outcome for (classname, _), outcome in outcomes.items()
+             if classname == prefix or classname.startswith(f"{prefix}.")]
+    if not found:
+        return None
+    return "failed" if "failed" in found else "skipped" if "skipped" in found else "passed"
+
+
+# --- the filters ---------------------------------------------------------------------------------
+
+def repeated_runs(candidates: list[Candidate], filter_name: str,
+                  run: Callable[[int], dict[tuple[str, str], str]]) -> None:
+    """Drop, with `filter_name`, every surviving candidate that does not pass each of RUNS runs."""
+    for number in range(1, RUNS + 1):
+        alive = [c for c in candidates if c.dropped_by is None]
+        if not alive:
+            return
+        outcomes = run(number)
+        for candidate in alive:
+            outcome = outcome_of(candidate, outcomes)
+            if outcome == "passed":
+                candidate.runs[filter_name] = candidate.runs.get(filter_name, 0) + 1
+            else:
+                what = "was not run" if outcome is None else outcome
+                candidate.drop(filter_name, f"{what} in run {number} of {RUNS}")
+
+
+def context_owner(context: str, candidates: list[Candidate]) -> Candidate | None:
+    """The candidate a coverage context (`module.test` or `module.Class.test`) belongs to."""
+    parts = context.split(".")
+    for candidate in candidates:
+        stem = Path(candidate.test_path).stem
+        for index, part in enumerate(parts[:-1]):
+            if part == stem and parts[index + 1] == candidate.name:
+                return candidate
+    return None
+
+
+def keep_coverage_gains(candidates: list[Candidate], baseline: dict[str, Any], alone: dict[str, Any],
+                        measured: Callable[[str], bool]) -> None:
+    """In order, keep a surviving candidate only if it runs a line or a branch of the project's
+    code that neither the suite without the candidates nor a candidate kept before it runs."""
+    covered_lines = {(path, line) for path, entry in baseline["files"].items() if measured(path)
+                     for line in entry["executed"]}
+    covered_branches = {(path, tuple(arc)) for path, entry in baseline["files"].items() if measured(path)
+                        for arc in entry["executed_branches"]}
+    ran: dict[str, tuple[set[Any], set[Any]]] = {}
+    for context, files in alone["contexts"].items():
+        owner = context_owner(context, candidates)
+        if owner is None:
+            continue
+        lines, branches = ran.setdefault(owner.key, (set(), set()))
+        for path, entry in files.items():
+            if measured(path):
+                lines.update((path, line) for line in entry["lines"])
+                branches.update((path, tuple(arc)) for arc in entry["branches"])
+    for candidate in candidates:
+        if candidate.dropped_by is not None:
+            continue
+        lines, branches = ran.get(candidate.key, (set(), set()))
+        new_lines, new_branches = lines - covered_lines, branches - covered_branches
+        if not new_lines and not new_branches:
+            candidate.drop("coverage", "covers no line or branch the suite (or a test kept before it) does not")
+            continue
+        candidate.gain = {"lines": len(new_lines), "branches": len(new_branches)}
+        covered_lines |= new_lines
+        covered_branches |= new_branches
+
+
+def module_coverage(report: dict[str, Any] | None, path: Path) -> dict[str, int] | None:
+    entry = (report or {}).get("files", {}).get(str(path))
+    if entry is None:
+        return None
+    return {"lines": len(entry["statements"]), "lines_covered": len(entry["executed"]),
+            "branches": len(entry["branches"]), "branches_covered": len(entry["executed_branches"])}
+
+
+def is_test_path(path: str) -> bool:
+    *directories, name = path.split("/")
+    return (name == "conftest.py" or (name.startswith("test_") and name.endswith(".py"))
+            or name.endswith("_test.py") or "tests" in directories or "test" in directories)
+
+
+TEST_OMIT = ["*/tests/*", "*/test/*", "*/test_*.py", "*/*_test.py", "*/conftest.py"]
+
+
+# --- one generation ------------------------------------------------------------------------------
+
+class Generation:
+    def __init__(self, workspace: driver.Workspace, venv: Path | None, tools: Tools, request: Request) -> None:
+        self.workspace = workspace
+        self.request = request
+        self.tools = tools
+        self.runner = Runner(workspace, venv, tools, request.seed)
+        self.candidates: list[Candidate] = []
+        self.findings: list[Finding] = []
+        self.files: dict[str, TestFile] = {}
+        self.headers: dict[str, str] = {}  # module -> the header of the test file written for it
+        self.notes: list[str] = []
+        self.timings: dict[str, float] = {}
+        self.alone_coverage: Path | None = None  # the first run of the candidates alone, by test
+        self.started = time.monotonic()
+
+    @property
+    def repository(self) -> Path:
+        return self.workspace.repository
+
+    def run(self) -> dict[str, Any]:
+        self.timed("write", self.write_candidates)
+        self.candidates = self.candidates[:MAX_CANDIDATES]
+        generated = len(self.candidates)
+        baseline = None
+        if self.candidates:
+            self.timed("build", self.filter_build)
+            self.timed("pass_alone", self.filter_alone)
+            self.timed("pass_with_suite", self.filter_with_suite)
+            baseline = self.timed("coverage", self.filter_coverage)
+        kept = [c for c in self.candidates if c.dropped_by is None]
+        after = self.timed("after", lambda: self.write_kept(kept)) if kept else baseline
+        self.timed("findings", self.record_findings)
+        return self.result(generated, baseline, after)
+
+    def timed(self, name: str, step: Callable[[], Any]) -> Any:
+        started = time.monotonic()
+        try:
+            return step()
+        finally:
+            self.timings[name] = round(time.monotonic() - started, 3)
+
+    # -- writing --------------------------------------------------------------------------------
+    def write_candidates(self) -> None:
+        if self.request.writer == "pynguin":
+            self.run_pynguin()
+        for path in self.request.candidate_files:
+            file = self.repository / path
+            try:
+                self.add_file(split_test_file(path, file.read_text(encoding="utf-8")))
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as error:
+                self.notes.append(f"{path}: not a Python test module ({type(error).__name__}: {error})"[:MAX_MESSAGE])
+                file.unlink(missing_ok=True)
+
+    def add_file(self, test_file: TestFile, module: str | None = None) -> None:
+        self.files[test_file.path] = test_file
+        self.candidates += [Candidate(test_file.path, name, source[:MAX_CANDIDATE_SOURCE], module)
+                            for name, source in test_file.tests]
+
+    def run_pynguin(self) -> None:
+        if not self.tools.pynguin.is_file():
+            raise GenerationError(f"Pynguin is not installed in {self.tools.root}: did `driver.py tools` run?")
+        deadline = self.started + self.request.run_seconds
+        for target in self.request.targets:
+            left = int(deadline - time.monotonic())
+            if left < 1:
+                self.notes.append(f"{target.module}: not searched, the run's {self.request.run_seconds} s "
+                                  "budget is spent")
+                continue
+            self.search_module(target, min(self.request.module_seconds, left))
+
+    def search_module(self, target: Target, budget_s: int) -> None:
+        """Pynguin's first search aims at branch coverage alone, which is quick and finds the inputs
+        that raise; its tests often cover a line by raising there. Only if none of them passes, a
+        second search also aims at checked coverage (lines an assertion depends on), which asks
+        for tests that assert what the code returns, in the rest of the module's budget."""
+        started = time.monotonic()
+        used: dict[str, int] = {}
+        header: str | None = None
+        tests: list[tuple[str, str]] = []
+        for number, metrics in enumerate(PYNGUIN_SEARCHES):
+            left = budget_s - int(time.monotonic() - started)
+            if left < 1 or (tests and number > 0):
+                break
+            share = left if number == len(PYNGUIN_SEARCHES) - 1 else max(1, left // 3)
+            text = self.pynguin(target, share, self.request.seed + number, metrics)
+            if text is None:
+                continue
+            try:
+                test_file, findings = pynguin_candidates(text, target, used)
+            except (SyntaxError, ValueError) as error:
+                self.notes.append(f"{target.module}: Pynguin wrote no parseable module ({error})"[:MAX_MESSAGE])
+                continue
+            header = header or test_file.header
+            tests += test_file.tests
+            self.findings += findings[:MAX_FINDINGS - len(self.findings)]
+        if header is None:
+            return
+        (self.repository / target.test_path).parent.mkdir(parents=True, exist_ok=True)
+        (self.repository / target.test_path).write_text(
+            join_test_file(header, [source for _, source in tests]), encoding="utf-8")
+        self.add_file(TestFile(target.test_path, header, tests), target.module)
+        self.headers[target.module] = header
+
+    def pynguin(self, target: Target, budget_s: int, seed: int, metrics: tuple[str, ...]) -> str | None:
+        output = self.runner.work / "pynguin" / f"{target.module}-{seed}"
+        shutil.rmtree(output, ignore_errors=True)
+        output.mkdir(parents=True)
+        project = self.repository / "src" if target.path.startswith("src/") else self.repository
+        argv = [str(self.tools.pynguin), "--project-path", str(project), "--module-name", target.module,
+                "--output-path", str(output), "--seed", str(seed), "--coverage-metrics", *metrics,
+                "--maximum-search-time", str(budget_s), "--maximum-iterations", str(self.request.iterations),
+                "--report-dir", str(output / "report")]
+        # Pynguin imports the module with its own interpreter: the project's packages come after its own.
+        site_packages = [str(p) for p in self.venv_site_packages()]
+        environment = {**self.workspace.environment, "PYNGUIN_DANGER_AWARE": "1",
+                       "PYTHONPATH": str(self.workspace.root / BUILD_SITE_DIR),
+                       APPEND_PATH_VARIABLE: os.pathsep.join(site_packages)}
+        driver.say(f"pynguin: {target.module} (seed {seed}, {' and '.join(metrics).lower()} coverage, {budget_s} s, "
+                   f"{self.request.iterations} iterations)")
+        outcome = driver.run_logged(argv, " ".join(argv), environment, self.repository, self.workspace.log,
+                                    budget_s + PYNGUIN_MARGIN_S)
+        written = sorted(output.glob("test_*.py"))
+        if not outcome.succeeded or not written:
+            why = driver.describe(outcome, budget_s + PYNGUIN_MARGIN_S)
+            self.notes.append(f"{target.module}: Pynguin (seed {seed}) wrote no tests ({why})")
+            return None
+        return written[0].read_text(encoding="utf-8")
+
+    def venv_site_packages(self) -> list[Path]:
+        venv = self.runner.environment.get("VIRTUAL_ENV")
+        return sorted(Path(venv).glob("lib/python*/site-packages")) if venv else []
+
+    # -- the filters ----------------------------------------------------------------------------
+    def filter_build(self) -> None:
+        for path in sorted(self.files):
+            outcome, collected = self.runner.collect(path)
+            for candidate in (c for c in self.candidates if c.test_path == path):
+                if not outcome.succeeded:
+                    candidate.drop("build", f"pytest could not collect {path} ({driver.describe(outcome, 0)})")
+                elif not any(collected_as(candidate, node) for node in collected):
+                    candidate.drop("build", "pytest collected no test of it")
+                else:
+                    candidate.runs["build"] = 1
+
+    def filter_alone(self) -> None:
+        coverage = self.runner.coverage_config("alone", TEST_OMIT, contexts=True)
+        files = sorted(self.files)
+
+        def run(number: int) -> dict[tuple[str, str], str]:
+            _, report = self.runner.pytest(self.deselected() + files, f"pass alone {number}/{RUNS}",
+                                           coverage=coverage if number == 1 else None)
+            return junit_outcomes(report)
+
+        repeated_runs(self.candidates, "pass_alone", run)
+        self.alone_coverage = coverage
+
+    def filter_with_suite(self) -> None:
+        def run(number: int) -> dict[tuple[str, str], str]:
+            seed = f"{self.request.seed}-{number}" if self.request.random_order else None
+            _, report = self.runner.pytest(self.deselected(), f"pass with the suite {number}/{RUNS}", order_seed=seed)
+            return junit_outcomes(report)
+
+        repeated_runs(self.candidates, "pass_with_suite", run)
+
+    def filter_coverage(self) -> dict[str, Any] | None:
+        baseline_data = self.runner.coverage_config("baseline", TEST_OMIT, contexts=False)
+        ignored = [f"--ignore={path}" for path in sorted(self.files)]
+        self.runner.pytest(ignored, "coverage without the candidates", coverage=baseline_data)
+        baseline = self.runner.coverage_probe(baseline_data)
+        alone = self.runner.coverage_probe(self.alone_coverage) if self.alone_coverage else None
+        if baseline is None or alone is None:
+            for candidate in self.candidates:
+                candidate.drop("coverage", "coverage could not be measured; see the output")
+            return baseline
+        root = str(self.repository.resolve())
+
+        def measured(path: str) -> bool:
+            relative = os.path.relpath(path, root)
+            return not relative.startswith("..") and not is_test_path(relative.replace(os.sep, "/"))
+
+        keep_coverage_gains(self.candidates, baseline, alone, measured)
+        return baseline
+
+    def deselected(self) -> list[str]:
+        return [f"--deselect={c.key}" for c in self.candidates if c.dropped_by is not None]
+
+    def write_kept(self, kept: list[Candidate]) -> dict[str, Any] | None:
+        for path, test_file in self.files.items():
+            names = {c.name for c in kept if c.test_path == path}
+            target = self.repository / path
+            if names:
+                target.write_text(join_test_file(test_file.header, [source for name, source in test_file.tests
+                                                                    if name in names]), encoding="utf-8")
+            else:
+                target.unlink(missing_ok=True)
+        data = self.runner.coverage_config("after", TEST_OMIT, contexts=False)
+        self.runner.pytest([], "coverage with the kept tests", coverage=data)
+        return self.runner.coverage_probe(data)
+
+    def record_findings(self) -> None:
+        """Each finding runs once on its own, to say which exception its input raises."""
+        if not self.findings:
+            return
+        findings_dir = self.runner.work / "findings"
+        findings_dir.mkdir(parents=True, exist_ok=True)
+        by_module: dict[str, list[Finding]] = {}
+        for finding in self.findings:
+            by_module.setdefault(finding.module, []).append(finding)
+        for module, findings in by_module.items():
+            file = findings_dir / f"test_findings_{module.replace('.', '_')}.py"
+            file.write_text(join_test_file(self.headers[module], [f.source for f in findings]), encoding="utf-8")
+            _, report = self.runner.pytest([f"--rootdir={self.repository}", str(file)], f"findings in {module}")
+            messages = junit_messages(report)
+            for finding in findings:
+                finding.exception, finding.message = messages.get(finding.test, ("", "it did not raise when run again"))
+
+    # -- the result -----------------------------------------------------------------------------
+    def result(self, generated: int, before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+        funnel = {"generated": generated}
+        survivors = generated
+        for name in FILTERS:
+            survivors -= sum(1 for c in self.candidates if c.dropped_by == name)
+            funnel[name] = survivors
+        coverage = {}
+        for target in self.request.targets:
+            path = (self.repository / target.path).resolve()
+            coverage[target.path] = {"before": module_coverage(before, path), "after": module_coverage(after, path)}
+        files = {path: (self.repository / path).read_text(encoding="utf-8") for path in sorted(self.files)
+                 if (self.repository / path).is_file()}
+        return {
+            "writer": self.request.writer,
+            "funnel": funnel,
+            "candidates": [asdict(c) for c in self.candidates],
+            "findings": [asdict(f) for f in self.findings],
+            "coverage": coverage,
+            "files": files,
+            "notes": self.notes,
+            "timings": self.timings,
+        }
+
+
+def run(workspace: driver.Workspace, venv: Path | None) -> driver.Outcome:
+    """The generation and its filters; writes the result next to the driver's result.json."""
+    request = load_request(workspace.root / GENERATION_REQUEST_FILE)
+    tools = Tools(tools_root())
+    started = time.monotonic()
+    result = Generation(workspace, venv, tools, request).run()
+    (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    funnel = result["funnel"]
+    driver.say("generation: " + ", ".join(f"{name} {count}" for name, count in funnel.items()))
+    return driver.Outcome(exit_code=0, duration_s=driver.seconds_since(started), timed_out=False)
+
+
+# --- the tools -----------------------------------------------------------------------------------
+
+def tools_root() -> Path:
+    """Where agentledger's own tools are cached: named by their pins and the interpreter, never by
+    anything of the repository's."""
+    pins = json.dumps([PYNGUIN_REQUIREMENT, COVERAGE_REQUIREMENT, list(sys.version_info[:2])])
+    return driver.cache_root() / "tools" / hashlib.sha256(pins.encode()).hexdigest()[:24]
+
+
+def install_tools(workspace: driver.Workspace) -> int:
+    """Pynguin in a virtualenv of its own (it pins its own pytest) and coverage.py in a directory the
+    project's interpreter appends to its path; wheels only, so no package's own code runs here."""
+    root = tools_root()
+    if (root / driver.TOOLS_MARKER).exists():
+        driver.say(f"tools cached ({root.name})")
+        return 0
+    driver.say(f"installing agentledger's tools: {PYNGUIN_REQUIREMENT}, {COVERAGE_REQUIREMENT}")
+    for child in root.iterdir() if root.is_dir() else []:
+        shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+    steps = [
+        [sys.executable, "-m", "venv", str(root / "pynguin")],
+        [str(root / "pynguin" / "bin" / "python"), "-m", "pip", "install", "--quiet", "--only-binary=:all:",
+         PYNGUIN_REQUIREMENT],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--only-binary=:all:", "--target",
+         str(root / "coverage"), COVERAGE_REQUIREMENT],
+    ]
+    for argv in steps:
+        outcome = workspace.run_argv(argv, " ".join(argv), workspace.environment)
+        if not outcome.succeeded:
+            driver.say(f"installing the tools failed ({driver.describe(outcome, workspace.config.timeout_s)})")
+            return 1
+    (root / driver.TOOLS_MARKER).touch()
+    return 0

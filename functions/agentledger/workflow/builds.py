@@ -1,0 +1,188 @@
+"""A stage's build in the sandbox (CodeBuild on AWS, the local sandbox locally): package the
+inputs, start one build per input digest, poll it, and hand back what it uploaded.
+
+Two stages run builds: execute (writing candidate tests and filtering them) and verify (the
+suite). Both run untrusted code, so what comes back is bounded by the caller that reads it, and
+believed only from a build that succeeded: the code under test can write its own results and then
+make the build fail; the status comes from the build service, which the build cannot forge.
+"""
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from agentledger.artifacts import stage_prefix
+
+from .. import faults
+from ..errors import TestConfigurationError
+from ..fingerprints import digest, sha256_bytes
+from ..models import BuildRequest, Run, Stage, TestRun, utc_now
+from ..ports import ArtifactPort, BuildPort, LedgerPort
+from ..states import BuildStatus
+from ..testrun import layout
+from ..testrun.config import ConfigError, TestRunConfig, load_config
+
+TESTRUN_DIR = Path(__file__).resolve().parent.parent / "testrun"
+# What of agentledger every build carries, by its path in the input: the driver, and for a build
+# that writes tests the generation module and the directory put on the project's path.
+DRIVER_FILES: dict[str, Path] = {
+    layout.DRIVER_FILE: TESTRUN_DIR / "driver.py",
+    layout.GENERATION_FILE: TESTRUN_DIR / "generation.py",
+    **{f"{layout.BUILD_SITE_DIR}/{path.name}": path for path in sorted((TESTRUN_DIR / "build_site").glob("*.py"))},
+}
+INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
+POLL_MIN_SECONDS = 2
+POLL_MAX_SECONDS = 30
+
+
+def load_build_config(root: Path, timeout_limit_s: int) -> TestRunConfig:
+    """The repository's test-run configuration, within what the deployment allows."""
+    try:
+        config = load_config(root)
+    except ConfigError as error:
+        raise TestConfigurationError(str(error)) from error
+    if config.timeout_s > timeout_limit_s:
+        raise TestConfigurationError(
+            f"{config.source} asks for a {config.timeout_s} s test timeout; this deployment allows at "
+            f"most {timeout_limit_s} s (AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS)")
+    return config
+
+
+def driver_digest() -> str:
+    return digest({path: sha256_bytes(source.read_bytes()) for path, source in DRIVER_FILES.items()})
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """What one build of a stage runs on. `files` is called only when the build is first started:
+    the repository's files and what the stage adds, by their path in the input."""
+
+    stage: Stage
+    label: str  # what the ledger calls these builds: "test" (verify), "generation" (execute)
+    input_name: str  # the input tarball's artifact name
+    digest: str
+    config: TestRunConfig
+    files: Callable[[], dict[str, bytes]]
+    timeout_minutes: int
+
+
+@dataclass
+class BuildProgress:
+    """Where a build stands: still running (poll again after `poll_after_s`), or finished with the
+    archive it uploaded (None when it uploaded nothing)."""
+
+    run: Run
+    test_run: TestRun
+    poll_after_s: int = 0
+    finished: bool = False
+    archive: bytes | None = None
+
+
+class Builds:
+    def __init__(self, ledger: LedgerPort, artifacts: ArtifactPort, builds: BuildPort | None) -> None:
+        self.ledger = ledger
+        self.artifacts = artifacts
+        self.builds = builds
+
+    def advance(self, run: Run, execution: str, inputs: BuildInputs, test_runs: dict[str, TestRun],
+                rerun_reported: bool) -> BuildProgress:
+        """One step: start the build for these inputs if none exists, else look at it, and fetch
+        what it uploaded once it has ended. `rerun_reported`: a person resumed after the results of
+        these inputs were reported as a failure, so they are not reused."""
+        test_run = test_runs.get(inputs.digest)
+        attempt = 1
+        if test_run is not None and rerun_reported and test_run.status != BuildStatus.IN_PROGRESS:
+            attempt = test_run.attempt + 1
+            test_run = None
+        # Only an intent an earlier invocation recorded can have a build it did not get to record.
+        intended_before = test_run is not None
+        if test_run is None:
+            run, test_run = self._record_intent(run, execution, inputs, attempt)
+        if test_run.build_id is None:
+            run, test_run = self._start(run, execution, test_run, inputs, look_for_earlier=intended_before)
+            faults.reach(run.run_id, inputs.stage, "build_running", execution)
+        if test_run.status == BuildStatus.IN_PROGRESS:
+            status = self._require_builds().status(test_run.build_id or "")
+            if status is None or status == BuildStatus.IN_PROGRESS:
+                return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
+            test_run = test_run.model_copy(update={"status": status, "finished_at": utc_now()})
+        return BuildProgress(run, test_run, finished=True, archive=self.artifacts.read(test_run.output_key))
+
+    def _record_intent(self, run: Run, execution: str, inputs: BuildInputs, attempt: int) -> tuple[Run, TestRun]:
+        run_id = run.run_id
+        archive = package(inputs.files())
+        input_ref = self.artifacts.put(run_id, inputs.stage, inputs.input_name, archive, "application/gzip")
+        output_key = f"{stage_prefix(run_id, inputs.stage)}builds/{inputs.digest[:32]}-{attempt}/output.tar.gz"
+        test_run = TestRun(digest=inputs.digest, stage=inputs.stage, attempt=attempt, input=input_ref,
+                           output_key=output_key, execution=execution)
+        # Recorded before the build starts, so a crash after starting it leaves a trace to reconcile.
+        run = self.ledger.write(run, records=[test_run, input_ref], execution=execution,
+                                reason=f"{inputs.label} run {inputs.digest[:12]} prepared "
+                                       f"({len(archive)} bytes of input)")
+        return run, test_run
+
+    def _start(self, run: Run, execution: str, test_run: TestRun, inputs: BuildInputs,
+               look_for_earlier: bool) -> tuple[Run, TestRun]:
+        builds = self._require_builds()
+        marker = test_run.marker(run.run_id)
+        build_id = builds.find(marker) if look_for_earlier else None
+        if build_id is None:
+            build_id = builds.start(BuildRequest(
+                test_run=marker,
+                input_url=self.artifacts.download_url(test_run.input.key, INPUT_LINK_SECONDS),
+                output_grant=self.artifacts.upload_grant(test_run.output_key, layout.OUTPUT_ARCHIVE_LIMIT_BYTES,
+                                                         layout.output_grant_seconds(inputs.timeout_minutes)),
+                image=inputs.config.image,
+                compute=inputs.config.compute,
+                timeout_minutes=inputs.timeout_minutes,
+            ))
+        started = test_run.model_copy(update={"build_id": build_id})
+        run = self.ledger.write(run, records=[started], execution=execution,
+                                reason=f"{inputs.label} build {build_id} started for inputs {test_run.digest[:12]}")
+        return run, started
+
+    def _require_builds(self) -> BuildPort:
+        if self.builds is None:
+            raise RuntimeError("this stage needs TEST_BUILD_PROJECT_NAME: the stack must pass it to this function")
+        return self.builds
+
+
+def repository_files(root: Path, source_files: dict[str, str], added: dict[str, str]) -> dict[str, bytes]:
+    """The source tree with `added` (path -> text) written in, by their path in the input."""
+    files = {f"{layout.REPOSITORY_DIR}/{path}": (root / path).read_bytes() for path in sorted(source_files)}
+    files.update({f"{layout.REPOSITORY_DIR}/{path}": text.encode() for path, text in added.items()})
+    return files
+
+
+def control_files(config: TestRunConfig) -> dict[str, bytes]:
+    """What every build of agentledger's carries besides the repository."""
+    files = {path: source.read_bytes() for path, source in DRIVER_FILES.items()}
+    files[layout.CONFIG_FILE] = config.model_dump_json(indent=2).encode()
+    return files
+
+
+def package(members: dict[str, bytes]) -> bytes:
+    """A build's input. Deterministic (sorted, no timestamps or owners), so equal inputs give equal bytes."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as archive:
+        for name in sorted(members):
+            data = members[name]
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _poll_interval(test_run: TestRun) -> int:
+    """Short at first (most builds of small repositories take seconds), then every 30 s."""
+    waited = (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
+    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, waited / 4)))
+
+
+def missing_output(test_run: TestRun) -> str:
+    return (f"[agentledger: build {test_run.build_id} ended {test_run.status.value} without uploading its output; "
+            "see its log in CloudWatch Logs]\n")

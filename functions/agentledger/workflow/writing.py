@@ -1,0 +1,315 @@
+"""The execute stage's build: the plan's writer produces candidate tests and the build keeps those
+that build, pass five runs alone and five with the suite, and add coverage (testrun/generation.py
+runs all of it, in the sandbox: writing tests means running the repository's code).
+
+What comes back is the build's word, so it is bounded and checked here before any of it is kept:
+only the test files the plan named, each one Python that parses, within sizes a ledger and a
+review can hold. A build that did not succeed is not believed at all."""
+from __future__ import annotations
+
+import ast
+import io
+import json
+import tarfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .. import metric_names
+from ..agent import Plan, PlanItem
+from ..agent.inventory import module_import_path
+from ..agent.planner import GenerationLimits, GenerationSettings, run_seed
+from ..errors import GenerationFailedError
+from ..fingerprints import digest
+from ..models import ArtifactRef, Run, Stage, TestRun
+from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
+from ..states import BuildStatus
+from ..testrun import layout
+from ..testrun.config import TestRunConfig
+from .builds import BuildInputs, Builds, control_files, driver_digest, missing_output, repository_files
+from .verification import read_output_archive
+
+Filter = Literal["build", "pass_alone", "pass_with_suite", "coverage"]
+FILTERS: tuple[Filter, ...] = ("build", "pass_alone", "pass_with_suite", "coverage")
+MAX_TEST_FILE_CHARS = 200_000
+MAX_TEST_FILES_CHARS = 2_000_000
+GENERATION_RESULT_LIMIT_BYTES = 8 << 20
+
+
+class CandidateResult(BaseModel):
+    """One candidate test and what became of it: kept, or dropped by the first filter it failed."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    test_path: str = Field(max_length=500)
+    name: str = Field(max_length=300)
+    source: str = Field(max_length=20_000)
+    module: str | None = Field(default=None, max_length=300)
+    dropped_by: Filter | None = None
+    detail: str = Field(default="", max_length=2_000)
+    runs: dict[str, int] = Field(default_factory=dict, max_length=len(FILTERS))
+    gain: dict[str, int] = Field(default_factory=dict, max_length=2)  # lines, branches it adds
+
+    @property
+    def kept(self) -> bool:
+        return self.dropped_by is None
+
+
+class Finding(BaseModel):
+    """An input that makes the code raise where nothing said it should: for the reviewer to judge."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    module: str = Field(max_length=300)
+    test: str = Field(max_length=300)
+    source: str = Field(max_length=20_000)
+    exception: str = Field(default="", max_length=200)
+    message: str = Field(default="", max_length=2_000)
+
+
+class ModuleCoverage(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    lines: int = Field(ge=0)
+    lines_covered: int = Field(ge=0)
+    branches: int = Field(ge=0)
+    branches_covered: int = Field(ge=0)
+
+    @property
+    def line_percent(self) -> float:
+        return 100.0 * self.lines_covered / self.lines if self.lines else 100.0
+
+    @property
+    def branch_percent(self) -> float:
+        return 100.0 * self.branches_covered / self.branches if self.branches else 100.0
+
+
+class CoverageChange(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    before: ModuleCoverage | None = None
+    after: ModuleCoverage | None = None
+
+
+class GenerationReport(BaseModel):
+    """generation.json: what the execute stage's build wrote and kept, and why."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    writer: str = Field(max_length=100)
+    funnel: dict[str, int] = Field(max_length=len(FILTERS) + 1)
+    candidates: list[CandidateResult] = Field(max_length=400)
+    findings: list[Finding] = Field(default_factory=list, max_length=100)
+    coverage: dict[str, CoverageChange] = Field(default_factory=dict, max_length=1_000)
+    notes: list[str] = Field(default_factory=list, max_length=200)
+    timings: dict[str, float] = Field(default_factory=dict, max_length=20)
+
+    @property
+    def kept(self) -> list[CandidateResult]:
+        return [candidate for candidate in self.candidates if candidate.kept]
+
+    def coverage_gained(self) -> float:
+        """Points of line coverage the kept tests add over all targeted modules together."""
+        before = [change.before for change in self.coverage.values() if change.before and change.after]
+        after = [change.after for change in self.coverage.values() if change.before and change.after]
+        lines = sum(module.lines for module in after)
+        if not lines:
+            return 0.0
+        return round(100.0 * (sum(m.lines_covered for m in after) - sum(m.lines_covered for m in before)) / lines, 2)
+
+
+FILTER_NAMES = {"build": "built", "pass_alone": "passed 5× alone", "pass_with_suite": "passed 5× with the suite",
+                "coverage": "added coverage"}
+FINDINGS_SHOWN = 10
+
+
+def funnel_line(report: GenerationReport) -> str:
+    """`2 kept of 7 generated (built 7, passed 5× alone 6, passed 5× with the suite 6, added coverage 2)`."""
+    steps = ", ".join(f"{FILTER_NAMES[name]} {report.funnel.get(name, 0)}" for name in FILTERS)
+    return f"{len(report.kept)} kept of {report.funnel.get('generated', 0)} generated by {report.writer} ({steps})"
+
+
+def coverage_line(path: str, change: CoverageChange) -> str:
+    def shown(module: ModuleCoverage | None) -> str:
+        if module is None:
+            return "not measured"
+        branches = f", branches {module.branch_percent:.0f}%" if module.branches else ""
+        return f"lines {module.line_percent:.0f}%{branches}"
+
+    return f"{path}: {shown(change.before)} → {shown(change.after)}"
+
+
+def finding_line(finding: Finding) -> str:
+    call = " ".join(finding.source.splitlines()[-1].split())
+    return f"{finding.module}: `{call}` raises {finding.exception or '?'}: {finding.message}"
+
+
+def value_markdown(report: GenerationReport) -> list[str]:
+    """What a pull request leads with: the funnel, the coverage of the targeted modules, the findings."""
+    lines = [f"**Tests:** {funnel_line(report)}", "", "**Coverage of the targeted modules (before → after)**",
+             *[f"- {coverage_line(path, change)}" for path, change in sorted(report.coverage.items())]]
+    if report.findings:
+        lines += ["", f"**Findings** ({len(report.findings)}: inputs that raise where nothing said they should)",
+                  *[f"- {finding_line(finding)}" for finding in report.findings[:FINDINGS_SHOWN]]]
+    return lines
+
+
+class _BuildResult(GenerationReport):
+    """What the build uploads: the report and the test files holding the kept tests."""
+
+    files: dict[str, str] = Field(default_factory=dict, max_length=200)
+
+
+@dataclass
+class WritingProgress:
+    """Where the execute stage's build stands; once it has ended, what to commit."""
+
+    run: Run
+    poll_after_s: int = 0
+    finished: bool = False
+    test_run: TestRun | None = None
+    files: dict[str, str] | None = None  # the kept tests' files
+    report: GenerationReport | None = None
+    artifacts: list[ArtifactRef] | None = None
+    failure: Exception | None = None
+
+
+def targets_of(plan: Plan) -> list[dict[str, Any]]:
+    """The plan's items, a target per module, as the build's request names them."""
+    by_module: dict[str, list[PlanItem]] = defaultdict(list)
+    for item in plan.items:
+        by_module[item.module_path].append(item)
+    return [{"module": module_import_path(path), "path": path, "test_path": items[0].test_path,
+             "names": [item.qualname for item in items if item.qualname]}
+            for path, items in sorted(by_module.items())]
+
+
+def settings_of(plan: Plan, run: Run, config: TestRunConfig, limits: GenerationLimits) -> GenerationSettings:
+    """The plan's generation settings; a plan recorded before it had them gets the deployment's."""
+    if plan.generation is not None:
+        return plan.generation
+    return GenerationSettings(seed=run_seed(run.run_id), module_seconds=limits.module_seconds,
+                              run_seconds=limits.run_seconds, iterations=limits.iterations,
+                              random_order=config.random_order)
+
+
+class TestWriting:
+    __test__ = False
+
+    def __init__(self, ledger: LedgerPort, artifacts: ArtifactPort, builds: BuildPort | None,
+                 metrics: MetricSink, limits: GenerationLimits) -> None:
+        self.artifacts = artifacts
+        self.builds = Builds(ledger, artifacts, builds)
+        self.metrics = metrics
+        self.limits = limits
+
+    def advance(self, run: Run, execution: str, plan: Plan, config: TestRunConfig, root: Path,
+                source_files: dict[str, str], candidates: Any, test_runs: dict[str, TestRun],
+                rerun_reported: bool) -> WritingProgress:
+        """One step of the build that writes and filters `candidates()` (path -> text, called only
+        when the build starts)."""
+        settings = settings_of(plan, run, config, self.limits)
+        planned = sorted({item.test_path for item in plan.items})
+
+        def files() -> dict[str, bytes]:
+            written: dict[str, str] = candidates()
+            request = {**settings.model_dump(mode="json"), "writer": plan.writer, "targets": targets_of(plan),
+                       "candidate_files": sorted(written)}
+            return {**repository_files(root, source_files, written), **control_files(config),
+                    layout.GENERATION_REQUEST_FILE: json.dumps(request, indent=1).encode()}
+
+        inputs = BuildInputs(
+            stage=Stage.EXECUTE, label="generation", input_name="generation-input.tar.gz",
+            digest=digest({"source": source_files, "plan": plan.digest(), "settings": settings.model_dump(mode="json"),
+                           "config": config.model_dump(mode="json"), "driver": driver_digest()}),
+            config=config, files=files,
+            timeout_minutes=layout.build_timeout_minutes(config.timeout_s, settings.run_seconds))
+        progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
+        if not progress.finished:
+            return WritingProgress(progress.run, poll_after_s=progress.poll_after_s)
+        return self._read(progress.run, progress.test_run, progress.archive, planned)
+
+    def _read(self, run: Run, test_run: TestRun, archive: bytes | None, planned: list[str]) -> WritingProgress:
+        run_id = run.run_id
+        contents = read_output_archive(archive) if archive is not None else None
+        output = contents.output if contents else missing_output(test_run)
+        refs = [test_run.input,
+                self.artifacts.put_text(run_id, Stage.EXECUTE, "generation-output.txt", output)]
+        try:
+            result = self._believed(test_run, archive, contents, planned)
+        except GenerationFailedError as failure:
+            test_run = test_run.model_copy(update={"report": {"outcome": "failed", "reason": str(failure)}})
+            return WritingProgress(run, finished=True, test_run=test_run, artifacts=refs, failure=failure)
+        report = GenerationReport.model_validate(result.model_dump(exclude={"files"}))
+        kept = sorted({candidate.test_path for candidate in report.kept})
+        files = {path: result.files[path] for path in kept}
+        refs.append(self.artifacts.put_json(run_id, Stage.EXECUTE, "generation.json", report.model_dump(mode="json")))
+        test_run = test_run.model_copy(update={"report": {"outcome": "passed", "funnel": report.funnel,
+                                                          "kept": len(report.kept)}})
+        self._count(report)
+        return WritingProgress(run, finished=True, test_run=test_run, files=files, report=report, artifacts=refs)
+
+    def _believed(self, test_run: TestRun, archive: bytes | None, contents: Any, planned: list[str]) -> _BuildResult:
+        status = test_run.status.value.lower().replace("_", " ")
+        if test_run.status != BuildStatus.SUCCEEDED:
+            raise GenerationFailedError(f"the generation build {status}; see generation-output.txt")
+        if contents is None or contents.result is None:
+            why = "uploaded no results" if contents is None else contents.problem or "its results could not be read"
+            raise GenerationFailedError(f"the generation build {why}; see generation-output.txt")
+        install = contents.result.install
+        if install.timed_out or install.exit_code != 0:
+            raise GenerationFailedError(f"installing the repository's dependencies exited {install.exit_code}"
+                                        f"{' (timed out)' if install.timed_out else ''}; see generation-output.txt")
+        raw = _member(archive or b"", layout.GENERATION_RESULT_FILE)
+        if raw is None:
+            raise GenerationFailedError(f"the generation build wrote no {layout.GENERATION_RESULT_FILE}; "
+                                        "see generation-output.txt")
+        try:
+            result = _BuildResult.model_validate_json(raw)
+        except ValidationError as error:
+            raise GenerationFailedError(f"{layout.GENERATION_RESULT_FILE} is not valid: {error.errors()[:3]}") from None
+        _check_files(result, planned)
+        return result
+
+    def _count(self, report: GenerationReport) -> None:
+        self.metrics.count(metric_names.CANDIDATES_GENERATED, report.funnel.get("generated", 0))
+        for name, metric in metric_names.CANDIDATES_PAST_FILTER.items():
+            self.metrics.count(metric, report.funnel.get(name, 0))
+        self.metrics.count(metric_names.CANDIDATES_KEPT, len(report.kept))
+        self.metrics.count(metric_names.COVERAGE_GAINED, report.coverage_gained())
+
+
+def _check_files(result: _BuildResult, planned: list[str]) -> None:
+    """The kept tests' files: only where the plan put tests, each Python that parses (parsed, never
+    run), and each kept candidate in one of them."""
+    unplanned = sorted(set(result.files) - set(planned))
+    if unplanned:
+        raise GenerationFailedError(f"the build returned files the plan did not name: {', '.join(unplanned[:5])}")
+    if sum(len(text) for text in result.files.values()) > MAX_TEST_FILES_CHARS or any(
+            len(text) > MAX_TEST_FILE_CHARS for text in result.files.values()):
+        raise GenerationFailedError("the kept tests' files are larger than a review can hold")
+    for path, text in result.files.items():
+        try:
+            ast.parse(text, filename=path)
+        except (SyntaxError, ValueError) as error:
+            raise GenerationFailedError(f"the build returned {path}, which is not Python: {error}") from None
+    missing = sorted({candidate.test_path for candidate in result.kept} - set(result.files))
+    if missing:
+        raise GenerationFailedError(f"kept tests without their file: {', '.join(missing[:5])}")
+
+
+def _member(archive: bytes, name: str) -> bytes | None:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            for member in tar:
+                if member.isfile() and member.name.removeprefix("./") == name:
+                    if member.size > GENERATION_RESULT_LIMIT_BYTES:
+                        return None
+                    extracted = tar.extractfile(member)
+                    return extracted.read() if extracted else None
+    except (tarfile.TarError, EOFError, OSError):
+        return None
+    return None

@@ -1,0 +1,165 @@
+"""The execute stage on the in-memory adapters: the writer's candidates go to one build per set of
+inputs, what it keeps becomes the test change and its evidence, what it says is bounded and checked,
+and the reviewer and the pull request see the funnel, the coverage and the findings first."""
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import metric_names
+from agentledger.errors import GenerationFailedError
+from agentledger.faults import SimulatedCrash
+from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
+from agentledger.states import BuildStatus
+from agentledger.testrun import layout
+from tests.fakes.builds import archive_of, generation_archive
+from tests.fakes.effects import InMemoryTracker
+from tests.fakes.world import World, build_world
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path)
+
+
+def _committed(world: World, run_id: str, name: str) -> Any:
+    ledger = world.ledger.load(run_id)
+    [ref] = [a for a in ledger.artifacts if a.name == name and a.key in ledger.stages["execute"].outputs]
+    return world.artifacts.get_json(ref) if name.endswith(".json") else world.artifacts.get(ref)
+
+
+def _planned(world: World) -> tuple[str, str]:
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
+    return run_id, execution
+
+
+def _input(world: World) -> dict[str, bytes]:
+    [request] = world.builds.generations
+    key = request.input_url.split("/", 3)[3]
+    with tarfile.open(fileobj=io.BytesIO(world.artifacts.objects[key])) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_pynguin_runs_in_one_build_and_what_it_keeps_is_the_change(world: World) -> None:
+    world.builds.polls_before_done = 2
+    run_id, execution = _planned(world)
+    outcomes = [world.workflow.run_stage(Stage.EXECUTE, run_id, execution) for _ in range(3)]
+
+    assert [o["done"] for o in outcomes] == [False, False, True]
+    assert len(world.builds.generations) == 1 and world.builds.verifies == []
+    sent = _input(world)
+    request = json.loads(sent[layout.GENERATION_REQUEST_FILE])
+    assert (request["writer"], request["candidate_files"]) == ("pynguin", [])  # Pynguin writes in the build
+    assert {t["module"] for t in request["targets"]} == {"textkit.slug", "textkit.stats"}
+    assert request["module_seconds"] == 15  # the sample's pyproject lowers the deployment's 60
+    assert {layout.DRIVER_FILE, layout.GENERATION_FILE, f"{layout.BUILD_SITE_DIR}/agentledger_pytest.py"} <= set(sent)
+
+    ledger = world.ledger.load(run_id)
+    assert ledger.stages["execute"].status == StageStatus.COMPLETE and ledger.stages["execute"].attempt == 1
+    files = _committed(world, run_id, "test-files.json")
+    assert sorted(files) == ["tests/test_textkit_slug_generated.py", "tests/test_textkit_stats_generated.py"]
+    report = _committed(world, run_id, "generation.json")
+    assert report["funnel"]["generated"] == 2 and len(report["findings"]) == 1
+    assert ledger.evidence["test_changes"].depends_on["artifact:generation.json"] == next(
+        a.sha256 for a in ledger.artifacts if a.name == "generation.json")
+    assert ledger.run.outcome == RunOutcome.CHANGES_PROPOSED
+    counts = world.metrics.counts
+    assert (counts[metric_names.CANDIDATES_GENERATED], counts[metric_names.CANDIDATES_KEPT],
+            counts["CandidatesAddedCoverage"]) == (2, 2, 2)
+    assert counts[metric_names.COVERAGE_GAINED] == pytest.approx(20.0)  # 4 of 10 lines -> 6 of 10, in each module
+
+
+def test_a_crash_after_the_results_were_read_starts_no_second_generation(world: World, crash_once: Any) -> None:
+    run_id, execution = _planned(world)
+    crash_once("after_artifacts")
+    with pytest.raises(SimulatedCrash):
+        world.run(run_id, execution, Stage.EXECUTE)
+    world.run(run_id, execution, Stage.EXECUTE)
+    assert len(world.builds.generations) == 1
+    assert world.ledger.load(run_id).stages["execute"].status == StageStatus.COMPLETE
+
+
+def test_nothing_kept_still_shows_the_findings_to_a_reviewer_and_opens_no_pull_request(tmp_path: Path) -> None:
+    tracker = InMemoryTracker()
+    world = build_world(tmp_path, receivers={"pull_requests": tracker})
+    world.builds.generation = "keep_none"
+    run_id, execution = world.to_review()
+    assert world.ledger.get_run(run_id).outcome == RunOutcome.NO_TESTS_KEPT
+    assert _committed(world, run_id, "test-files.json") == {}
+    view = world.service.view(run_id)["summary"]["generation"]
+    assert view["kept"] == 0 and view["findings_total"] == 1 and "raises TypeError" in view["findings"][0]
+    world.approve(run_id)
+    world.effects.deliver(run_id, execution, "pull_request")
+    assert tracker.records == []
+
+
+def test_the_pull_request_leads_with_the_funnel_the_coverage_and_the_findings(tmp_path: Path) -> None:
+    tracker = InMemoryTracker()
+    world = build_world(tmp_path, receivers={"pull_requests": tracker})
+    run_id, execution = world.ready_to_complete()
+    world.effects.deliver(run_id, execution, "pull_request")
+    [(_, payload)] = tracker.records
+    body = payload["body"]
+    assert body.index("**Tests:** 2 kept of 2 generated by pynguin") < body.index("**Plan digest:**")
+    assert "- textkit/slug.py: lines 40%, branches 25% → lines 60%, branches 50%" in body
+    assert "**Findings** (1:" in body and "`f(None)` raises TypeError: bad operand" in body
+
+
+def _upload_instead(world: World, uploads: bytes, ends: BuildStatus = BuildStatus.SUCCEEDED) -> None:
+    original = world.builds.start
+
+    def start(request: Any) -> str:
+        build_id = original(request)
+        world.artifacts.objects[request.output_grant["fields"]["key"]] = uploads
+        if ends != BuildStatus.SUCCEEDED:
+            world.builds.generations.remove(request)  # answered as an ordinary build, which ends `ends`
+            world.builds.ends = ends
+        return build_id
+
+    world.builds.start = start  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("ends", [BuildStatus.FAILED, BuildStatus.TIMED_OUT, BuildStatus.STOPPED])
+def test_a_generation_build_that_did_not_succeed_is_not_believed_and_goes_to_a_person_with_a_reason(
+        world: World, ends: BuildStatus) -> None:
+    kept_everything = generation_archive(
+        {"writer": "pynguin", "targets": [{"module": "textkit.slug", "path": "textkit/slug.py",
+                                            "test_path": "tests/test_textkit_slug_generated.py"}]},
+        {}, "keep_all")
+    _upload_instead(world, kept_everything, ends)
+    run_id, execution = _planned(world)
+    with pytest.raises(GenerationFailedError, match=f"the generation build {ends.value.lower().replace('_', ' ')}"):
+        world.run(run_id, execution, Stage.EXECUTE)
+    ledger = world.ledger.load(run_id)
+    assert ledger.stages["execute"].status == StageStatus.FAILED and "test_changes" not in ledger.evidence
+    outcome = world.workflow.classify(run_id, execution, {"Error": "GenerationFailedError"}, "execute")
+    assert outcome["action"] == "handoff"
+    assert world.ledger.get_run(run_id).status == RunStatus.NEEDS_PERSON
+    handoff = next(d for d in world.ledger.load(run_id).decisions if d.kind == "handoff")
+    assert "unclassified" not in handoff.summary and "generation-output.txt" in handoff.summary
+
+
+@pytest.mark.parametrize(("files", "complaint"), [
+    ({"setup.py": "import os\n"}, "files the plan did not name: setup.py"),
+    ({"tests/test_textkit_slug_generated.py": "def test_x(:\n"}, "which is not Python"),
+    ({"tests/test_textkit_slug_generated.py": "x = 1\n" * 40_000}, "larger than a review can hold"),
+])
+def test_what_a_successful_build_claims_is_checked_before_anything_is_kept(
+        world: World, files: dict[str, str], complaint: str) -> None:
+    report = {"writer": "pynguin", "funnel": {"generated": 1}, "findings": [], "files": files,
+              "candidates": [{"test_path": "tests/test_textkit_slug_generated.py", "name": "test_x",
+                              "source": "def test_x(): pass"}]}
+    result = {"install": {"commands": 1, "exit_code": 0, "duration_s": 0.1, "timed_out": False},
+              "test": {"command": "generate", "exit_code": 0, "duration_s": 0.1, "timed_out": False}}
+    _upload_instead(world, archive_of({layout.RESULT_FILE: json.dumps(result).encode(),
+                                       layout.GENERATION_RESULT_FILE: json.dumps(report).encode()}))
+    run_id, execution = _planned(world)
+    with pytest.raises(GenerationFailedError, match=complaint):
+        world.run(run_id, execution, Stage.EXECUTE)
+    assert "test_changes" not in world.ledger.load(run_id).evidence

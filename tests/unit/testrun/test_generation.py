@@ -1,0 +1,176 @@
+"""The generation build's filters, on what pytest and coverage.py report (no process is run): a
+candidate is kept only if it builds, passes every one of five runs alone and five with the suite,
+and covers a line or branch nothing before it covers; Pynguin's xfail tests become findings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentledger.testrun.generation import (
+    RUNS,
+    Candidate,
+    Target,
+    collected_as,
+    context_owner,
+    junit_outcomes,
+    keep_coverage_gains,
+    outcome_of,
+    pynguin_candidates,
+    repeated_runs,
+    split_test_file,
+)
+
+PYNGUIN_OUTPUT = '''#  This file was automatically generated using Pynguin.
+
+import pytest
+import sys
+import shapes.rect
+
+rect_ = sys.modules["shapes.rect"]
+
+
+def test_0():
+    var_0 = rect_.Rect(w=2, h=3)
+    var_1 = var_0.area()
+    assert var_1 == 6
+
+
+@pytest.mark.xfail(strict=True)
+def test_1():
+    rect_.classify(n=None)
+
+
+def test_2():
+    var_0 = rect_.classify(n=3)
+    assert var_0 == "pos"
+
+
+def test_3():
+    var_0 = rect_.classify(n=-3)
+    assert var_0 == "neg"
+'''
+TARGET = Target(module="shapes.rect", path="shapes/rect.py", test_path="tests/test_shapes_rect_generated.py",
+                names=["Rect", "classify"])
+
+
+def test_pynguin_tests_are_named_after_what_they_call_and_its_xfail_tests_become_findings() -> None:
+    test_file, findings = pynguin_candidates(PYNGUIN_OUTPUT, TARGET, {})
+    assert [name for name, _ in test_file.tests] == ["test_rect_area", "test_classify_2", "test_classify_3"]
+    assert "rect_ = sys.modules['shapes.rect']" in test_file.header and "import pytest" in test_file.header
+    [finding] = findings
+    assert (finding.module, finding.test) == ("shapes.rect", "test_classify")
+    assert "xfail" not in finding.source and "rect_.classify(n=None)" in finding.source
+
+
+def test_names_stay_unique_across_two_searches_of_one_module() -> None:
+    used: dict[str, int] = {}
+    first, _ = pynguin_candidates(PYNGUIN_OUTPUT, TARGET, used)
+    second, _ = pynguin_candidates(PYNGUIN_OUTPUT, TARGET, used)
+    names = [name for name, _ in first.tests + second.tests]
+    assert len(names) == len(set(names)) and "test_rect_area_2" in names
+
+
+def test_a_written_module_splits_into_its_shared_header_and_one_candidate_per_test() -> None:
+    text = ("import pytest\n\nfrom calc import add\n\nCASES = [(1, 2, 3)]\n\n\n"
+            "@pytest.mark.parametrize(('a', 'b', 'c'), CASES)\ndef test_add(a, b, c):\n    assert add(a, b) == c\n\n\n"
+            "class TestAdd:\n    def test_zero(self):\n        assert add(0, 0) == 0\n\n\n"
+            "def helper():\n    return 1\n")
+    test_file = split_test_file("tests/test_calc_generated.py", text)
+    assert [name for name, _ in test_file.tests] == ["test_add", "TestAdd"]
+    assert test_file.tests[0][1].startswith("@pytest.mark.parametrize")  # decorators stay with their test
+    assert "CASES = [(1, 2, 3)]" in test_file.header and "def helper" in test_file.header
+
+
+def _candidate(name: str, path: str = "tests/test_calc_generated.py") -> Candidate:
+    return Candidate(test_path=path, name=name, source=f"def {name}(): ...")
+
+
+def test_a_candidate_is_collected_by_its_own_node_ids_only() -> None:
+    add = _candidate("test_add")
+    assert collected_as(add, "tests/test_calc_generated.py::test_add")
+    assert collected_as(add, "tests/test_calc_generated.py::test_add[1-2-3]")
+    assert not collected_as(add, "tests/test_calc_generated.py::test_add_more")
+    assert collected_as(_candidate("TestAdd"), "tests/test_calc_generated.py::TestAdd::test_zero")
+
+
+def test_one_failure_in_five_runs_drops_a_candidate_as_flaky_with_the_run_it_failed() -> None:
+    steady, flaky, skipped = _candidate("test_steady"), _candidate("test_flaky"), _candidate("test_skipped")
+    classname = "tests.test_calc_generated"
+
+    def run(number: int) -> dict[tuple[str, str], str]:
+        return {(classname, "test_steady"): "passed", (classname, "test_flaky"): "failed" if number == 3 else "passed",
+                (classname, "test_skipped"): "skipped"}
+
+    repeated_runs([steady, flaky, skipped], "pass_alone", run)
+    assert steady.dropped_by is None and steady.runs["pass_alone"] == RUNS
+    assert (flaky.dropped_by, flaky.detail) == ("pass_alone", f"failed in run 3 of {RUNS}")
+    assert flaky.runs["pass_alone"] == 2
+    assert (skipped.dropped_by, skipped.detail) == ("pass_alone", f"skipped in run 1 of {RUNS}")
+
+
+def test_a_candidate_the_suite_run_did_not_run_is_dropped() -> None:
+    missing = _candidate("test_missing")
+    repeated_runs([missing], "pass_with_suite", lambda number: {})
+    assert (missing.dropped_by, missing.detail) == ("pass_with_suite", f"was not run in run 1 of {RUNS}")
+
+
+def test_parametrized_and_class_cases_pass_only_when_every_case_does() -> None:
+    classname = "tests.test_calc_generated"
+    outcomes = {(classname, "test_add"): "failed", (f"{classname}.TestAdd", "test_zero"): "passed"}
+    assert outcome_of(_candidate("test_add"), outcomes) == "failed"
+    assert outcome_of(_candidate("TestAdd"), outcomes) == "passed"
+
+
+def test_junit_reports_are_read_worst_case_first(tmp_path: Path) -> None:
+    report = tmp_path / "junit.xml"
+    report.write_text('<testsuites><testsuite name="pytest">'
+                      '<testcase classname="tests.t" name="test_p[1]"/>'
+                      '<testcase classname="tests.t" name="test_p[2]">'
+                      '<failure message="AssertionError: no"/></testcase>'
+                      '<testcase classname="tests.t" name="test_s"><skipped/></testcase>'
+                      '<testcase classname="tests.t" name="test_ok"/></testsuite></testsuites>')
+    assert junit_outcomes(report) == {("tests.t", "test_p"): "failed", ("tests.t", "test_s"): "skipped",
+                                      ("tests.t", "test_ok"): "passed"}
+    assert junit_outcomes(tmp_path / "missing.xml") == {}
+    (tmp_path / "broken.xml").write_text("<testsuites")
+    assert junit_outcomes(tmp_path / "broken.xml") == {}
+
+
+MODULE = "/build/repository/calc.py"
+
+
+def _report(executed: list[int], branches: list[list[int]]) -> dict:
+    return {"files": {MODULE: {"statements": [1, 2, 3, 4, 5, 6], "executed": executed,
+                               "branches": [[2, 3], [2, 5]], "executed_branches": branches}}, "contexts": {}}
+
+
+def test_coverage_keeps_in_order_what_adds_a_line_or_a_branch_the_suite_and_earlier_kept_tests_do_not() -> None:
+    new_line, same_again, new_branch, nothing_new = (_candidate(name) for name in (
+        "test_new_line", "test_same_again", "test_new_branch", "test_nothing_new"))
+    baseline = _report(executed=[1, 2, 3], branches=[[2, 3]])
+    alone = {"files": {}, "contexts": {
+        "test_calc_generated.test_new_line": {MODULE: {"lines": [1, 2, 4], "branches": []}},
+        "test_calc_generated.test_same_again": {MODULE: {"lines": [4], "branches": []}},
+        "test_calc_generated.test_new_branch": {MODULE: {"lines": [2], "branches": [[2, 5]]}},
+        "test_calc_generated.test_nothing_new": {MODULE: {"lines": [1, 2, 3], "branches": [[2, 3]]}},
+    }}
+    candidates = [new_line, same_again, new_branch, nothing_new]
+    keep_coverage_gains(candidates, baseline, alone, measured=lambda path: True)
+    assert [c.dropped_by for c in candidates] == [None, "coverage", None, "coverage"]
+    assert new_line.gain == {"lines": 1, "branches": 0} and new_branch.gain == {"lines": 0, "branches": 1}
+
+
+def test_code_outside_the_project_does_not_count_as_a_gain() -> None:
+    candidate = _candidate("test_helper")
+    outside = {"/usr/lib/x.py": {"lines": [1], "branches": []}}
+    alone = {"files": {}, "contexts": {"test_calc_generated.test_helper": outside}}
+    keep_coverage_gains([candidate], _report([], []), alone, measured=lambda path: path == MODULE)
+    assert candidate.dropped_by == "coverage"
+
+
+def test_a_coverage_context_belongs_to_the_candidate_of_its_file_and_name() -> None:
+    other = _candidate("test_add", "tests/test_other_generated.py")
+    candidates = [_candidate("test_add"), _candidate("TestAdd"), other]
+    assert context_owner("test_calc_generated.test_add", candidates) is candidates[0]
+    assert context_owner("tests.test_calc_generated.TestAdd.test_zero", candidates) is candidates[1]
+    assert context_owner("test_other_generated.test_add", candidates) is candidates[2]
+    assert context_owner("test_existing.test_add", candidates) is None
