@@ -106,7 +106,9 @@ def run_cli(*args: str, environment: dict[str, str] | None = None) -> CliResult:
 @pytest.fixture(scope="session")
 def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`agentledger serve` on a free port; on teardown Ctrl-C must stop it cleanly (exit 0)."""
-    with served(tmp_path_factory.mktemp("serve"), CLI_ENVIRONMENT) as url:
+    # The docstring-example writer: every e2e run but test_generation.py's would otherwise spend
+    # Pynguin's search budget; those repositories choose Pynguin themselves.
+    with served(tmp_path_factory.mktemp("serve"), CLI_ENVIRONMENT, "-c", "planner=doctest") as url:
         yield url
 
 

@@ -9,7 +9,8 @@ repository under test, after its dependencies are installed:
    candidates: they are run once more to record the exception, and reported as findings.
 2. TestGen-LLM's filters, each candidate test on its own:
    - build: pytest collects it;
-   - pass_alone: it passes five consecutive runs of the candidate files alone;
+   - pass_alone: it passes five consecutive runs of the candidate files alone (one session that
+     collects each file five times over);
    - pass_with_suite: it passes five runs with the rest of the suite, shuffled unless the
      project says its order matters;
    - coverage: it covers a line or a branch the suite without the candidates does not (nor a
@@ -280,13 +281,13 @@ class Runner:
         driver.say(f"{label}: pytest {' '.join(arguments)}".rstrip())
         return self.workspace.run_argv(argv, f"({label}) {' '.join(argv)}", environment), report
 
-    def collect(self, path: str) -> tuple[driver.Outcome, list[str]]:
-        """The node ids pytest collects from one test file."""
+    def collect(self, paths: list[str]) -> tuple[driver.Outcome, list[str]]:
+        """The node ids pytest collects from these test files."""
         listing = self.work / "collected.txt"
         listing.unlink(missing_ok=True)
         environment = {**self.environment, COLLECTED_VARIABLE: str(listing)}
-        argv = ["python", "-m", "pytest", "-p", "no:cacheprovider", "-p", PYTEST_PLUGIN, "-q", "--collect-only", path]
-        driver.say(f"build: pytest --collect-only {path}")
+        argv = ["python", "-m", "pytest", "-p", "no:cacheprovider", "-p", PYTEST_PLUGIN, "-q", "--collect-only", *paths]
+        driver.say(f"build: pytest --collect-only {' '.join(paths)}")
         outcome = self.workspace.run_argv(argv, f"(build) {' '.join(argv)}", environment)
         if not listing.is_file() or listing.stat().st_size > MAX_REPORT_BYTES:
             return outcome, []
@@ -302,32 +303,36 @@ class Runner:
                       encoding="utf-8")
         return data
 
-    def coverage_probe(self, data: Path) -> dict[str, Any] | None:
-        out = data.with_suffix(".json")
-        argv = ["python", "-m", "agentledger_coverage", str(data), str(data.with_suffix(".rc")), str(out)]
+    def coverage_probe(self, runs: list[Path]) -> list[dict[str, Any]] | None:
+        """What coverage.py measured in each of these runs (their data files), read in one process."""
+        out = self.work / f"coverage-{len(runs)}-{runs[0].stem}.json"
+        argv = ["python", "-m", "agentledger_coverage", str(out),
+                *[str(part) for data in runs for part in (data, data.with_suffix(".rc"))]]
         outcome = self.workspace.run_argv(argv, " ".join(argv), self.environment)
         if not outcome.succeeded or not out.is_file() or out.stat().st_size > MAX_REPORT_BYTES:
             return None
         return json.loads(out.read_text(encoding="utf-8"))
 
 
-def junit_outcomes(report: Path) -> dict[tuple[str, str], str]:
-    """(classname, test name without parameters) -> passed | failed | skipped, the worst of its
-    cases (a parametrized test passes only when every case does)."""
+Outcomes = dict[tuple[str, str], list[str]]
+
+
+def junit_outcomes(report: Path) -> Outcomes:
+    """(classname, test name without parameters) -> passed | failed | skipped of each of its cases,
+    in the order they ran (a parametrized test has one case per parameter, a test collected five
+    times five of each)."""
     if not report.is_file() or report.stat().st_size > MAX_REPORT_BYTES:
         return {}
     try:
         root = ElementTree.parse(report).getroot()
     except ElementTree.ParseError:
         return {}
-    rank = {"passed": 0, "skipped": 1, "failed": 2}
-    outcomes: dict[tuple[str, str], str] = {}
+    outcomes: Outcomes = {}
     for case in root.iter("testcase"):
         key = (case.get("classname", ""), case.get("name", "").split("[", 1)[0])
         tags = {child.tag for child in case}
         outcome = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
-        if rank[outcome] >= rank[outcomes.get(key, "passed")]:
-            outcomes[key] = outcome
+        outcomes.setdefault(key, []).append(outcome)
     return outcomes
 
 
@@ -358,13 +363,20 @@ def collected_as(candidate: Candidate, node_id: str) -> bool:
     return node_id == candidate.key or node_id.startswith((f"{candidate.key}[", f"{candidate.key}::"))
 
 
-def outcome_of(candidate: Candidate, outcomes: dict[tuple[str, str], str]) -> str | None:
+def cases_of(candidate: Candidate, outcomes: Outcomes) -> list[str]:
+    """The outcomes of a candidate's cases, in the order they ran: a function's own, or every test
+    method's of a class."""
     module = classname_of(candidate.test_path)
     if (module, candidate.name) in outcomes:
         return outcomes[(module, candidate.name)]
     prefix = f"{module}.{candidate.name}"
-    found = [outcome for (classname, _), outcome in outcomes.items()
-             if classname == prefix or classname.startswith(f"{prefix}.")]
+    return [outcome for (classname, _), found in outcomes.items()
+            if classname == prefix or classname.startswith(f"{prefix}.") for outcome in found]
+
+
+def outcome_of(candidate: Candidate, outcomes: Outcomes) -> str | None:
+    """The worst outcome of its cases: it passes only when every case does; None if none ran."""
+    found = cases_of(candidate, outcomes)
     if not found:
         return None
     return "failed" if "failed" in found else "skipped" if "skipped" in found else "passed"
@@ -372,8 +384,7 @@ def outcome_of(candidate: Candidate, outcomes: dict[tuple[str, str], str]) -> st
 
 # --- the filters ---------------------------------------------------------------------------------
 
-def repeated_runs(candidates: list[Candidate], filter_name: str,
-                  run: Callable[[int], dict[tuple[str, str], str]]) -> None:
+def repeated_runs(candidates: list[Candidate], filter_name: str, run: Callable[[int], Outcomes]) -> None:
     """Drop, with `filter_name`, every surviving candidate that does not pass each of RUNS runs."""
     for number in range(1, RUNS + 1):
         alive = [c for c in candidates if c.dropped_by is None]
@@ -387,6 +398,24 @@ def repeated_runs(candidates: list[Candidate], filter_name: str,
             else:
                 what = "was not run" if outcome is None else outcome
                 candidate.drop(filter_name, f"{what} in run {number} of {RUNS}")
+
+
+def repeated_in_one_session(candidates: list[Candidate], filter_name: str, outcomes: Outcomes) -> None:
+    """Drop, with `filter_name`, every surviving candidate that does not pass each of the RUNS
+    times one session ran it (its file collected RUNS times over, in order)."""
+    for candidate in (c for c in candidates if c.dropped_by is None):
+        cases = cases_of(candidate, outcomes)
+        if not cases or len(cases) % RUNS:
+            candidate.drop(filter_name, f"ran {len(cases)} case(s), not the same cases {RUNS} times")
+            continue
+        size = len(cases) // RUNS
+        for number in range(1, RUNS + 1):
+            chunk = cases[(number - 1) * size:number * size]
+            worst = "failed" if "failed" in chunk else "skipped" if "skipped" in chunk else "passed"
+            if worst != "passed":
+                candidate.drop(filter_name, f"{worst} in run {number} of {RUNS}")
+                break
+            candidate.runs[filter_name] = number
 
 
 def context_owner(context: str, candidates: list[Candidate]) -> Candidate | None:
@@ -462,7 +491,7 @@ class Generation:
         self.headers: dict[str, str] = {}  # module -> the header of the test file written for it
         self.notes: list[str] = []
         self.timings: dict[str, float] = {}
-        self.alone_coverage: Path | None = None  # the first run of the candidates alone, by test
+        self.alone_coverage: Path | None = None  # the candidates alone, measured by test
         self.started = time.monotonic()
 
     @property
@@ -584,30 +613,32 @@ class Generation:
 
     # -- the filters ----------------------------------------------------------------------------
     def filter_build(self) -> None:
-        for path in sorted(self.files):
-            outcome, collected = self.runner.collect(path)
-            for candidate in (c for c in self.candidates if c.test_path == path):
+        """All candidate files collected at once; only if that fails, each on its own, so one file
+        that does not import does not sink the others."""
+        outcome, collected = self.runner.collect(sorted(self.files))
+        groups = [(sorted(self.files), outcome, collected)] if outcome.succeeded else [
+            ([path], *self.runner.collect([path])) for path in sorted(self.files)]
+        for paths, outcome, collected in groups:
+            for candidate in (c for c in self.candidates if c.test_path in paths):
                 if not outcome.succeeded:
-                    candidate.drop("build", f"pytest could not collect {path} ({driver.describe(outcome, 0)})")
+                    candidate.drop("build", f"pytest could not collect {candidate.test_path} "
+                                            f"({driver.describe(outcome, 0)})")
                 elif not any(collected_as(candidate, node) for node in collected):
                     candidate.drop("build", "pytest collected no test of it")
                 else:
                     candidate.runs["build"] = 1
 
     def filter_alone(self) -> None:
+        """The candidate files alone, each collected RUNS times over in one session (under
+        coverage, by test, for the coverage filter): five consecutive runs of every candidate."""
         coverage = self.runner.coverage_config("alone", TEST_OMIT, contexts=True)
-        files = sorted(self.files)
-
-        def run(number: int) -> dict[tuple[str, str], str]:
-            _, report = self.runner.pytest(self.deselected() + files, f"pass alone {number}/{RUNS}",
-                                           coverage=coverage if number == 1 else None)
-            return junit_outcomes(report)
-
-        repeated_runs(self.candidates, "pass_alone", run)
+        _, report = self.runner.pytest(["--keep-duplicates", *self.deselected(), *sorted(self.files) * RUNS],
+                                       f"pass alone ({RUNS} runs of each)", coverage=coverage)
+        repeated_in_one_session(self.candidates, "pass_alone", junit_outcomes(report))
         self.alone_coverage = coverage
 
     def filter_with_suite(self) -> None:
-        def run(number: int) -> dict[tuple[str, str], str]:
+        def run(number: int) -> Outcomes:
             seed = f"{self.request.seed}-{number}" if self.request.random_order else None
             _, report = self.runner.pytest(self.deselected(), f"pass with the suite {number}/{RUNS}", order_seed=seed)
             return junit_outcomes(report)
@@ -618,8 +649,9 @@ class Generation:
         baseline_data = self.runner.coverage_config("baseline", TEST_OMIT, contexts=False)
         ignored = [f"--ignore={path}" for path in sorted(self.files)]
         self.runner.pytest(ignored, "coverage without the candidates", coverage=baseline_data)
-        baseline = self.runner.coverage_probe(baseline_data)
-        alone = self.runner.coverage_probe(self.alone_coverage) if self.alone_coverage else None
+        assert self.alone_coverage is not None  # filter_alone measured the candidates
+        measured_runs = self.runner.coverage_probe([baseline_data, self.alone_coverage])
+        baseline, alone = measured_runs if measured_runs and len(measured_runs) == 2 else (None, None)
         if baseline is None or alone is None:
             for candidate in self.candidates:
                 candidate.drop("coverage", "coverage could not be measured; see the output")
@@ -637,6 +669,7 @@ class Generation:
         return [f"--deselect={c.key}" for c in self.candidates if c.dropped_by is not None]
 
     def write_kept(self, kept: list[Candidate]) -> dict[str, Any] | None:
+        """The kept tests written into their files, and the suite with them measured again."""
         for path, test_file in self.files.items():
             names = {c.name for c in kept if c.test_path == path}
             target = self.repository / path
@@ -647,7 +680,8 @@ class Generation:
                 target.unlink(missing_ok=True)
         data = self.runner.coverage_config("after", TEST_OMIT, contexts=False)
         self.runner.pytest([], "coverage with the kept tests", coverage=data)
-        return self.runner.coverage_probe(data)
+        measured_runs = self.runner.coverage_probe([data])
+        return measured_runs[0] if measured_runs else None
 
     def record_findings(self) -> None:
         """Each finding runs once on its own, to say which exception its input raises."""
@@ -658,13 +692,19 @@ class Generation:
         by_module: dict[str, list[Finding]] = {}
         for finding in self.findings:
             by_module.setdefault(finding.module, []).append(finding)
+        files = []
+        number = {id(finding): index for index, finding in enumerate(self.findings)}
         for module, findings in by_module.items():
             file = findings_dir / f"test_findings_{module.replace('.', '_')}.py"
-            file.write_text(join_test_file(self.headers[module], [f.source for f in findings]), encoding="utf-8")
-            _, report = self.runner.pytest([f"--rootdir={self.repository}", str(file)], f"findings in {module}")
-            messages = junit_messages(report)
-            for finding in findings:
-                finding.exception, finding.message = messages.get(finding.test, ("", "it did not raise when run again"))
+            # Each under a name of its own: two modules' findings may share a test name.
+            sources = [f.source.replace(f"def {f.test}(", f"def test_finding_{number[id(f)]}(", 1) for f in findings]
+            file.write_text(join_test_file(self.headers[module], sources), encoding="utf-8")
+            files.append(str(file))
+        _, report = self.runner.pytest([f"--rootdir={self.repository}", *files], "findings")
+        messages = junit_messages(report)
+        for finding in self.findings:
+            finding.exception, finding.message = messages.get(f"test_finding_{number[id(finding)]}",
+                                                              ("", "it did not raise when run again"))
 
     # -- the result -----------------------------------------------------------------------------
     def result(self, generated: int, before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from agentledger.testrun.generation import (
     keep_coverage_gains,
     outcome_of,
     pynguin_candidates,
+    repeated_in_one_session,
     repeated_runs,
     split_test_file,
 )
@@ -96,15 +97,29 @@ def test_one_failure_in_five_runs_drops_a_candidate_as_flaky_with_the_run_it_fai
     steady, flaky, skipped = _candidate("test_steady"), _candidate("test_flaky"), _candidate("test_skipped")
     classname = "tests.test_calc_generated"
 
-    def run(number: int) -> dict[tuple[str, str], str]:
-        return {(classname, "test_steady"): "passed", (classname, "test_flaky"): "failed" if number == 3 else "passed",
-                (classname, "test_skipped"): "skipped"}
+    def run(number: int) -> dict[tuple[str, str], list[str]]:
+        return {(classname, "test_steady"): ["passed"],
+                (classname, "test_flaky"): ["failed" if number == 3 else "passed"],
+                (classname, "test_skipped"): ["skipped"]}
 
     repeated_runs([steady, flaky, skipped], "pass_alone", run)
     assert steady.dropped_by is None and steady.runs["pass_alone"] == RUNS
     assert (flaky.dropped_by, flaky.detail) == ("pass_alone", f"failed in run 3 of {RUNS}")
     assert flaky.runs["pass_alone"] == 2
     assert (skipped.dropped_by, skipped.detail) == ("pass_alone", f"skipped in run 1 of {RUNS}")
+
+
+def test_five_runs_in_one_session_drop_a_candidate_at_the_run_one_of_its_cases_failed() -> None:
+    """Each file collected five times over: a parametrized test's two cases come five times, in order."""
+    classname = "tests.test_calc_generated"
+    steady, flaky, short = _candidate("test_steady"), _candidate("test_flaky"), _candidate("test_short")
+    outcomes = {(classname, "test_steady"): ["passed", "passed"] * RUNS,
+                (classname, "test_flaky"): ["passed", "passed"] * 3 + ["passed", "failed"] + ["passed", "passed"],
+                (classname, "test_short"): ["passed"] * (RUNS - 1)}
+    repeated_in_one_session([steady, flaky, short], "pass_alone", outcomes)
+    assert (steady.dropped_by, steady.runs["pass_alone"]) == (None, RUNS)
+    assert (flaky.dropped_by, flaky.detail, flaky.runs["pass_alone"]) == ("pass_alone", f"failed in run 4 of {RUNS}", 3)
+    assert short.dropped_by == "pass_alone" and "not the same cases" in short.detail
 
 
 def test_a_candidate_the_suite_run_did_not_run_is_dropped() -> None:
@@ -115,12 +130,12 @@ def test_a_candidate_the_suite_run_did_not_run_is_dropped() -> None:
 
 def test_parametrized_and_class_cases_pass_only_when_every_case_does() -> None:
     classname = "tests.test_calc_generated"
-    outcomes = {(classname, "test_add"): "failed", (f"{classname}.TestAdd", "test_zero"): "passed"}
+    outcomes = {(classname, "test_add"): ["passed", "failed"], (f"{classname}.TestAdd", "test_zero"): ["passed"]}
     assert outcome_of(_candidate("test_add"), outcomes) == "failed"
     assert outcome_of(_candidate("TestAdd"), outcomes) == "passed"
 
 
-def test_junit_reports_are_read_worst_case_first(tmp_path: Path) -> None:
+def test_junit_reports_are_read_case_by_case_in_the_order_they_ran(tmp_path: Path) -> None:
     report = tmp_path / "junit.xml"
     report.write_text('<testsuites><testsuite name="pytest">'
                       '<testcase classname="tests.t" name="test_p[1]"/>'
@@ -128,8 +143,10 @@ def test_junit_reports_are_read_worst_case_first(tmp_path: Path) -> None:
                       '<failure message="AssertionError: no"/></testcase>'
                       '<testcase classname="tests.t" name="test_s"><skipped/></testcase>'
                       '<testcase classname="tests.t" name="test_ok"/></testsuite></testsuites>')
-    assert junit_outcomes(report) == {("tests.t", "test_p"): "failed", ("tests.t", "test_s"): "skipped",
-                                      ("tests.t", "test_ok"): "passed"}
+    outcomes = junit_outcomes(report)
+    assert outcomes == {("tests.t", "test_p"): ["passed", "failed"], ("tests.t", "test_s"): ["skipped"],
+                        ("tests.t", "test_ok"): ["passed"]}
+    assert outcome_of(Candidate("tests/t.py", "test_p", ""), outcomes) == "failed"
     assert junit_outcomes(tmp_path / "missing.xml") == {}
     (tmp_path / "broken.xml").write_text("<testsuites")
     assert junit_outcomes(tmp_path / "broken.xml") == {}
