@@ -3,7 +3,7 @@ test should never manage (read serve's profiles and other processes' environment
 API and another loopback port, write outside its build directory and into the dependency cache
 that later repositories use, fill the disk, leave a daemon behind after killing the driver,
 forge a passing result in a build that fails) and reports each attempt in the output the build
-uploads. Each attempt fails; where it can be, that is checked from outside the build too. And a
+uploads. The first build to run its code is the execute stage's, which writes the tests. Each attempt fails; where it can be, that is checked from outside the build too. And a
 plain repository still installs a dependency from the package index and passes in the sandbox."""
 from __future__ import annotations
 
@@ -154,6 +154,7 @@ def test_hostile():
     (RESULTS / "junit" / "forged.xml").write_text(
         '<testsuite name="forged" tests="5" failures="0" errors="0" skipped="0">'
         + "".join(f'<testcase classname="forged" name="t{n}"/>' for n in range(5)) + "</testsuite>")
+    (RESULTS / "generation.json").write_text(json.dumps({"candidates": [], "kept": ["tests/test_hostile.py"]}))
     (RESULTS / "result.json").write_text(json.dumps({
         "install": {"commands": 1, "exit_code": 0, "duration_s": 1.0, "timed_out": False, "cache_hit": True},
         "test": {"command": "pytest", "exit_code": 0, "duration_s": 1.0, "timed_out": False},
@@ -260,7 +261,8 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     finished = cli("run", str(hostile), "--wait")
     document = json.loads(finished.stdout)
     run_id = document["run"]["run_id"]
-    output = cli("artifact", run_id, "test-output.txt").stdout
+    # The first build that runs the repository's code is the execute stage's, which writes tests.
+    output = cli("artifact", run_id, "generation-output.txt").stdout
     attempts = _attempts(output)
 
     # Every attempt was made, reported, and failed.
@@ -282,13 +284,12 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert build_dir.startswith(f"{BUILDS_ROOT}/build-"), build_dir
     assert _processes_left(token, build_dir) == []
 
-    # The forged pass is not believed, and nothing approved the run.
+    # The forged results are not believed: the build failed, so the run went to a person before
+    # verify, and nothing approved it.
     shown = cli("show", run_id).json()
-    verify = shown["stages"]["verify"]
-    assert verify["status"] != "complete", verify
-    report = json.loads(cli("artifact", run_id, "command.json").stdout)
-    assert report["passed"] is False and report["outcome"] == "build_failed", report
-    assert shown["run"]["status"] != "complete"
+    execute = shown["stages"]["execute"]
+    assert execute["status"] == "failed" and execute["error"].startswith("the generation build failed"), execute
+    assert "verify" not in shown["stages"] and shown["run"]["status"] == "needs_person"
     assert not (shown.get("review") or {}).get("decision")
     assert [d for d in shown["decisions"] if "approve" in json.dumps(d)] == []
 
@@ -325,9 +326,11 @@ def whisper(text):
     run_id = finished["run"]["run_id"]
     output = cli("artifact", run_id, "test-output.txt").stdout
     assert finished["run"]["status"] == "awaiting_review", output
-    assert "install -r requirements.txt" in output and "six" in output
-    assert "Downloading" in output or "Collecting six" in output, output  # fetched, not found on disk
     assert finished["summary"]["tests"]["outcome"] == "passed", output
+    # The first build, the execute stage's, installed it; verify's found it in the cache.
+    installed = cli("artifact", run_id, "generation-output.txt").stdout
+    assert "install -r requirements.txt" in installed and "six" in installed
+    assert "Downloading" in installed or "Collecting six" in installed, installed  # fetched, not found on disk
 
 
 def test_serve_without_the_sandbox_tools_refuses_to_run_builds_and_says_how_to_get_them(tmp_path: Path) -> None:
