@@ -297,8 +297,11 @@ class Runner:
         data = self.work / f"{name}.coverage"
         rc = data.with_suffix(".rc")
         omit = ",\n    ".join(source_omit)
+        # Each import root (a src/ too): coverage.py finds a never-imported module only by walking
+        # packages down from a source directory, and src/ is not a package.
+        sources = "\n    ".join(driver.working_copy_path(self.workspace).split(os.pathsep))
         rc.write_text("[run]\nbranch = True\nrelative_files = False\n"
-                      f"data_file = {data}\nsource =\n    {self.workspace.repository}\n"
+                      f"data_file = {data}\nsource =\n    {sources}\n"
                       f"omit =\n    {omit}\n" + ("dynamic_context = test_function\n" if contexts else ""),
                       encoding="utf-8")
         return data

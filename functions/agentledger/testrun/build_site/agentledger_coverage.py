@@ -26,7 +26,10 @@ def measured(data_file: str, rc_file: str) -> dict[str, Any]:
     cov = coverage.Coverage(data_file=data_file, config_file=rc_file)
     cov.load()
     report_file = f"{data_file}.report.json"
-    cov.json_report(outfile=report_file)
+    try:
+        cov.json_report(outfile=report_file)
+    except coverage.exceptions.NoDataError:  # nothing ran and no source file was found: nothing covered
+        return {"files": {}, "contexts": {}}
     with open(report_file, encoding="utf-8") as opened:
         report = json.load(opened)
     os.unlink(report_file)
