@@ -3,8 +3,9 @@ test should never manage (read serve's profiles and other processes' environment
 API and another loopback port, write outside its build directory and into the dependency cache
 that later repositories use, fill the disk, leave a daemon behind after killing the driver,
 forge a passing result in a build that fails) and reports each attempt in the output the build
-uploads. The first build to run its code is the execute stage's, which writes the tests. Each attempt fails; where it can be, that is checked from outside the build too. And a
-plain repository still installs a dependency from the package index and passes in the sandbox."""
+uploads. The first build to run its code is the execute stage's, which writes the tests. Each
+attempt fails; where it can be, that is checked from outside the build too. And a plain
+repository still installs a dependency from the package index and passes in the sandbox."""
 from __future__ import annotations
 
 import json
