@@ -1,9 +1,9 @@
 """A hostile repository through `agentledger serve` (issue 22): its test tries what code under
 test should never manage (read serve's profiles and other processes' environments, reach the
-API and another loopback port, write outside its build directory and into the dependency cache
-that later repositories use, fill the disk, leave a daemon behind after killing the driver,
-forge a passing result in a build that fails) and reports each attempt in the output the build
-uploads. The first build to run its code is the execute stage's, which writes the tests. Each
+API, the S3 endpoint and another loopback port, write outside its build directory and into the
+dependency cache that later repositories use, fill the disk, leave a daemon behind after killing
+the driver, forge a passing result in a build that fails) and reports each attempt in the output
+the build uploads. The first build to run its code is the execute stage's, which writes the tests. Each
 attempt fails; where it can be, that is checked from outside the build too. And a plain
 repository still installs a dependency from the package index and passes in the sandbox."""
 from __future__ import annotations
@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -26,8 +27,8 @@ from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_c
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 Cli = Callable[..., CliResult]
-ATTEMPTS = ("read_profiles", "read_environ", "connect_api", "connect_other_port", "write_outside",
-            "poison_cache", "fill_disk", "forge_result")
+ATTEMPTS = ("read_profiles", "read_environ", "connect_api", "use_s3_endpoint", "connect_other_port",
+            "write_outside", "poison_cache", "fill_disk", "forge_result")
 BUILD_DISK_BYTES = 2 << 30  # infra/local/codebuild.py's SandboxLimits.disk_bytes
 BUILDS_ROOT = "/tmp/agentledger-builds"  # LocalRuntime's work root for builds
 
@@ -91,6 +92,29 @@ def connect(attempt, port):
         report(attempt, False, f"127.0.0.1:{port}: {error!r}")
 
 
+def use_s3_endpoint(port):
+    """The one host port a build reaches (its output is uploaded there), asked for what the build
+    holds no grant for: the ledger through DynamoDB, and the bucket's listing, signed with garbage."""
+    import http.client
+    forged = ("AWS4-HMAC-SHA256 Credential=AKIAFORGED/20260101/us-east-1/s3/aws4_request, "
+              "SignedHeaders=host, Signature=00")
+    answers = {}
+    for name, method, path, headers in (
+            ("dynamodb_scan", "POST", "/", {"X-Amz-Target": "DynamoDB_20120810.ListTables",
+                                            "Content-Type": "application/x-amz-json-1.0"}),
+            ("list_buckets", "GET", "/", {}),
+            ("list_objects", "GET", "/?list-type=2", {})):
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request(method, path, body=b"{}" if method == "POST" else None,
+                               headers={**headers, "Authorization": forged})
+            answers[name] = connection.getresponse().status
+        except OSError as error:
+            answers[name] = repr(error)
+    escaped = any(isinstance(status, int) and status < 300 for status in answers.values())
+    report("use_s3_endpoint", escaped, f"127.0.0.1:{port} answered {answers}")
+
+
 def write_outside():
     escaped = []
     for path in (SETTINGS["outside"], "/usr/lib/agentledger-hostile", str(Path(SETTINGS["profiles"]) / "planted")):
@@ -140,6 +164,7 @@ def test_hostile():
     read_profiles()
     read_environ()
     connect("connect_api", SETTINGS["api_port"])
+    use_s3_endpoint(SETTINGS["s3_port"])
     connect("connect_other_port", SETTINGS["other_port"])
     write_outside()
     poison_cache()
@@ -255,8 +280,10 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     port, reached = other_port
     token = f"agentledger-hostile-{uuid.uuid4().hex}"
     outside = Path("/var/tmp") / token  # world-writable on the host, read-only in the sandbox
-    settings = {"profiles": str(PROFILES_DIR), "api_port": int(api_url.rsplit(":", 1)[1]), "other_port": port,
-                "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
+    earlier = cli("run", str(repository), "--wait").json()  # its artifact links name the S3 endpoint
+    s3_port = urlsplit(earlier["artifacts"][0]["url"]).port
+    settings = {"profiles": str(PROFILES_DIR), "api_port": int(api_url.rsplit(":", 1)[1]), "s3_port": s3_port,
+                "other_port": port, "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
     hostile = _hostile_repository(tmp_path / "hostile", settings)
 
     finished = cli("run", str(hostile), "--wait")
