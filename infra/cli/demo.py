@@ -129,11 +129,16 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
     pulls = {key: n for key, n in runtime.github.pulls_by_key().items() if key.startswith(run_id)}
     notifications = {key: n for key, n in runtime.notifications_by_key().items() if key and key.startswith(run_id)}
     handoff = metrics["time_to_handoff_s"]
+    generation = final["summary"].get("generation") or {}
     return {
         "run_id": run_id,
         "status": run["status"],
         "stages": {name: record["status"] for name, record in final["stages"].items()},
         "artifacts": sorted({artifact["name"] for artifact in final["artifacts"]}),
+        # What the writer's tests are worth: kept of generated, and the line coverage they add.
+        "tests_generated": generation.get("generated", 0),
+        "tests_kept": generation.get("kept", 0),
+        "coverage_gained": generation.get("coverage_gained", 0.0),
         "elapsed_s": round(elapsed_s, 2),
         "interruptions": runtime.crashes.interruptions(run_id),
         "resumes": run["resumes"],

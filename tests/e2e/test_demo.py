@@ -20,7 +20,10 @@ def test_demo_recovers_from_every_injected_failure_and_summarizes_in_json():
     summary = json.loads(finished.stdout.strip().splitlines()[-1])
     assert summary["status"] == "complete"
     assert set(summary["stages"].values()) == {"complete"}
-    assert {"plan.json", "changes.diff", "test-output.txt", "summary.json"} <= set(summary["artifacts"])
+    expected = {"plan.json", "changes.diff", "test-output.txt", "summary.json", "generation.json"}
+    assert expected <= set(summary["artifacts"])
+    # Pynguin's tests, through the filters: at least one kept, and they add coverage.
+    assert 1 <= summary["tests_kept"] <= summary["tests_generated"] and summary["coverage_gained"] > 0
     assert summary["interruptions"] == 2 and summary["resumes"] == 1
     assert summary["stale_plans_rejected"] == 1
     # Two principals: the one that asked may not approve; the reviewer did.
