@@ -23,12 +23,7 @@ def test_a_waiting_task_is_answered_while_other_executions_start(runtime):
         "StartAt": steps[0], "States": {step: {"Type": "Pass", **({"Next": steps[n + 1]} if n + 1 < len(steps) else
                                                                    {"End": True})}
                                         for n, step in enumerate(steps)}}))
-    waiting = sfn.create_state_machine(name=f"waits-{name}", roleArn=ROLE, definition=json.dumps({
-        "StartAt": "Wait for an answer", "States": {"Wait for an answer": {
-            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "HeartbeatSeconds": 600,
-            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}))
-    execution = sfn.start_execution(stateMachineArn=waiting["stateMachineArn"], name="waits")["executionArn"]
-    token = _token(sqs, queue)
+    execution, token = _waiting_for_an_answer(sfn, sqs, queue, f"waits-{name}")
 
     for n in range(10):
         sfn.start_execution(stateMachineArn=starting["stateMachineArn"], name=f"starts-{n}")
@@ -36,6 +31,17 @@ def test_a_waiting_task_is_answered_while_other_executions_start(runtime):
     sfn.send_task_success(taskToken=token, output=json.dumps({"answered": True}))
 
     assert _finished(sfn, execution) == ("SUCCEEDED", {"answered": True})
+
+
+def _waiting_for_an_answer(sfn, sqs, queue: str, name: str) -> tuple[str, str]:
+    """An execution of a one-state machine that sends its task token to the queue and waits, with
+    a heartbeat clock; the execution and its token."""
+    waiting = sfn.create_state_machine(name=name, roleArn=ROLE, definition=json.dumps({
+        "StartAt": "Wait for an answer", "States": {"Wait for an answer": {
+            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "HeartbeatSeconds": 600,
+            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}))
+    execution = sfn.start_execution(stateMachineArn=waiting["stateMachineArn"], name=name)["executionArn"]
+    return execution, _token(sqs, queue)
 
 
 def _token(sqs, queue: str) -> str:
@@ -70,12 +76,7 @@ def test_a_heartbeat_sent_as_soon_as_the_token_arrives_is_taken(runtime, monkeyp
     sfn, sqs = runtime.client("stepfunctions"), runtime.client("sqs")
     name = uuid.uuid4().hex[:8]
     queue = sqs.create_queue(QueueName=f"tokens-{name}")["QueueUrl"]
-    waiting = sfn.create_state_machine(name=f"beats-{name}", roleArn=ROLE, definition=json.dumps({
-        "StartAt": "Wait for an answer", "States": {"Wait for an answer": {
-            "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "HeartbeatSeconds": 600,
-            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}))
-    execution = sfn.start_execution(stateMachineArn=waiting["stateMachineArn"], name="beats")["executionArn"]
-    token = _token(sqs, queue)
+    execution, token = _waiting_for_an_answer(sfn, sqs, queue, f"beats-{name}")
 
     sfn.send_task_heartbeat(taskToken=token)
     sfn.send_task_success(taskToken=token, output=json.dumps({"answered": True}))
