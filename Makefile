@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: install sandbox-tools lint test test-unit test-integration synth demo bench agent-report serve clean
+.PHONY: install sandbox-tools java-tools lint test test-unit test-integration synth demo bench agent-report serve clean
 
-install: $(STAMP) sandbox-tools
+install: $(STAMP) sandbox-tools java-tools
 
 # The local test builds' sandbox (infra/local/sandbox.py): bubblewrap and pasta (Debian's passt),
 # installed with apt when missing and this is root; otherwise what to do is said, and serve
@@ -26,6 +26,22 @@ sandbox-tools:
 	else \
 	  echo "agentledger: local test builds need bubblewrap and passt: run 'sudo apt-get install -y bubblewrap passt'" \
 	       "(and serve as root), or start serve with --unsafe-local-builds"; \
+	fi
+
+# A Java toolchain for the Maven sample's offline suite (tests/samples/shapes_maven): Debian packages
+# Maven's plugins, JUnit 5 and JaCoCo into /usr/share/maven-repo, which stands in for Maven Central.
+JAVA_PACKAGES := openjdk-17-jdk-headless maven ant libsurefire-java libmaven-compiler-plugin-java \
+                 libmaven-resources-plugin-java junit5 libjacoco-java
+java-tools:
+	@if command -v mvn >/dev/null && command -v ant >/dev/null && [ -f /usr/share/java/org.jacoco.agent.jar ] \
+	   && [ -d /usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing a Java toolchain for the Maven sample (JDK 17, Maven, JaCoCo; a minute or two)..."; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(JAVA_PACKAGES) >/dev/null \
+	    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(JAVA_PACKAGES) >/dev/null; }; } \
+	    || echo "agentledger: could not install $(JAVA_PACKAGES); the Maven sample's test will fail until they are"; \
+	else \
+	  echo "agentledger: the Maven sample's test needs: sudo apt-get install -y $(JAVA_PACKAGES)"; \
 	fi
 
 $(STAMP): pyproject.toml

@@ -45,6 +45,7 @@ from .models import (
 )
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .states import DecisionKind, EvidenceState, Verdict
+from .testrun.jacoco import CoverageCounts
 from .workflow.reviews import review_output
 from .workflow.writing import FINDINGS_SHOWN, GenerationReport, coverage_line, finding_line, funnel_line
 
@@ -151,6 +152,7 @@ class TestsView(BaseModel):
     failed: int | None
     errors: int | None
     skipped: int | None
+    coverage: str | None = None  # the suite's line and branch coverage, where it wrote JaCoCo reports
 
 
 class GenerationView(BaseModel):
@@ -320,6 +322,7 @@ class RunService:
         latest = ledger.latest_test_run()
         report = (latest.report if latest else None) or {}
         counts = report.get("counts") or {}
+        coverage = report.get("coverage")
         pull = ledger.confirmed("pull_request")
         generation = self._committed_json(ledger, Stage.EXECUTE, "generation.json")
         return {
@@ -333,7 +336,8 @@ class RunService:
                           for item in items[:SUMMARY_PLAN_ITEMS]]},
             "files_changed": [{"path": path, "lines": text.count("\n")} for path, text in sorted(files.items())],
             "tests": {"written": len(items), "outcome": report.get("outcome"),
-                      **{name: counts.get(name) for name in ("passed", "failed", "errors", "skipped")}},
+                      **{name: counts.get(name) for name in ("passed", "failed", "errors", "skipped")},
+                      "coverage": CoverageCounts.model_validate(coverage).line() if coverage else None},
         }
 
     def _committed_json(self, ledger: Ledger, stage: Stage, name: str) -> Any:

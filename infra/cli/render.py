@@ -275,6 +275,8 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
              f"{tests['skipped']} skipped" if tests.get("passed") is not None
              else (tests.get("outcome") or ("none run" if idle else "not run yet")))
     lines.append(f"  tests    {tests['written']} written; {shown}")
+    if tests.get("coverage"):
+        lines.append(f"  coverage {tests['coverage']}")
     return lines
 
 

@@ -21,15 +21,16 @@ from moto import mock_aws
 
 from agentledger.adapters.codebuild import CodeBuildBuilds
 from agentledger.adapters.s3_artifacts import ArtifactStore
-from agentledger.models import BuildRequest, Stage
+from agentledger.models import BuildRequest, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
 from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_URL_VARIABLE
 from agentledger.workflow.builds import control_files, package, repository_files
-from agentledger.workflow.verification import OutputContents, read_output_archive
+from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
 from infra.local.s3_endpoint import LocalS3Endpoint
+from tests.samples import write_maven_sample
 
 pytestmark = pytest.mark.integration
 
@@ -277,6 +278,26 @@ def test_a_node_repository_runs_node_test_and_reports_junit_counts(sandbox: Sand
     counts = summarize_junit(finished.contents.junit)
     assert (counts.tests, counts.passed, counts.failed) == (2, 1, 1)
     assert [name for name in counts.failing if "subtracts" in name], counts.failing
+
+
+def test_a_maven_repository_runs_offline_and_verify_reports_surefire_counts_and_jacoco_coverage(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    repo = write_maven_sample(tmp_path / "repo")
+    finished = sandbox.run(repo, timeout_s=600)
+
+    assert finished.status == BuildStatus.SUCCEEDED, finished.log
+    assert finished.contents is not None and finished.contents.result is not None, finished.log
+    # What verify reads of it: judged as the verify stage judges a build's upload.
+    test_run = TestRun.model_construct(digest="sha256:inputs", status=finished.status, build_id="build-1")
+    report, counts = judge(test_run, load_config(repo), finished.contents)
+    assert report.passed, (report.reason, finished.contents.output[-3000:])
+    assert counts is not None and (counts.tests, counts.passed) == (2, 2)  # Surefire's XML
+    assert counts.by_package == {"demo": {"passed": 2}}
+    coverage = report.coverage
+    assert coverage is not None, finished.contents.output[-3000:]
+    # Shapes.java: the two tests reach 4 of its 8 lines and 3 of its 8 branches.
+    assert (coverage.lines_covered, coverage.lines, coverage.branches_covered, coverage.branches) == (4, 8, 3, 8)
+    assert coverage.line() == "lines 50% (4 of 8), branches 38% (3 of 8), from 1 JaCoCo report"
 
 
 def test_a_build_without_the_sandbox_says_so_in_its_log(sandbox: Sandbox, tmp_path: Path,

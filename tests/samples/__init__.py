@@ -7,11 +7,18 @@ from pathlib import Path
 
 SAMPLES_DIR = Path(__file__).resolve().parent
 TEXTKIT = SAMPLES_DIR / "textkit"
+# A Maven project whose suite runs offline on Debian's packaged Maven repository, with JaCoCo.
+SHAPES_MAVEN = SAMPLES_DIR / "shapes_maven"
 EDITED_FILE = "textkit/slug.py"
 
 
 def write_sample_repository(root: Path) -> Path:
     shutil.copytree(TEXTKIT, root, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    return root
+
+
+def write_maven_sample(root: Path) -> Path:
+    shutil.copytree(SHAPES_MAVEN, root, dirs_exist_ok=True)
     return root
 
 

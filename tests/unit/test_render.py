@@ -233,6 +233,15 @@ def test_a_summary_before_planning_says_what_is_not_there_yet() -> None:
         "  plan     not made yet", "  files    0 written: none yet", "  tests    0 written; not run yet"]
 
 
+def test_a_suite_that_wrote_jacoco_reports_shows_its_coverage_under_the_tests() -> None:
+    coverage = "lines 50% (4 of 8), branches 38% (3 of 8), from 1 JaCoCo report"
+    lines = render.summary({"request": "r", "plan": None, "files_changed": [],
+                            "tests": {"written": 0, "outcome": "passed", "passed": 2, "failed": 0,
+                                      "errors": 0, "skipped": 0, "coverage": coverage}})
+    assert lines[-2:] == ["  tests    0 written; passed: 2 passed, 0 failed, 0 errored, 0 skipped",
+                          f"  coverage {coverage}"]
+
+
 def test_the_diff_stat_counts_each_files_added_and_removed_lines() -> None:
     diff = ("--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -1,2 +1,3 @@\n line\n-old\n+new\n+more\n"
             "--- /dev/null\n+++ b/tests/test_b.py\n@@ -0,0 +1,2 @@\n+one\n+two\n")

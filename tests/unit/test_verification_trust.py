@@ -3,7 +3,9 @@ passed whatever it uploaded, and what verify keeps of the JUnit XML a build wrot
 no ledger item can grow past DynamoDB's 400 KB whatever the code under test writes."""
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,35 @@ def test_what_verify_keeps_of_hostile_junit_is_bounded(world: World) -> None:
     assert any(name.startswith("a") for name in counts["unreadable"])  # named, not read: past the total
     sizes = [len(json.dumps(item, default=str).encode()) for item in world.ledger.items(run_id)]
     assert max(sizes) < DYNAMODB_ITEM_LIMIT_BYTES, max(sizes)
+
+
+JACOCO = (b'<report name="shapes"><counter type="LINE" missed="4" covered="4"/>'
+          b'<counter type="BRANCH" missed="5" covered="3"/></report>')
+
+
+def _with_jacoco(archive: bytes) -> bytes:
+    """The build's upload with a JaCoCo report where the driver collects it."""
+    members = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        for member in tar:
+            extracted = tar.extractfile(member)
+            if extracted is not None:
+                members[member.name] = extracted.read()
+    return archive_of({**members, f"{layout.COVERAGE_DIR}/target__site__jacoco__jacoco.xml": JACOCO})
+
+
+def test_a_succeeded_build_s_jacoco_coverage_is_reported_and_shown(world: World) -> None:
+    world.builds.uploads, world.builds.ends = _with_jacoco(results_archive("pass")), BuildStatus.SUCCEEDED
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    report = json.loads(_outputs(world, run_id)["command.json"])
+    assert report["coverage"]["lines_covered"] == 4 and report["coverage"]["branches"] == 8
+    shown = world.service.view(run_id)["summary"]["tests"]
+    assert shown["coverage"] == "lines 50% (4 of 8), branches 38% (3 of 8), from 1 JaCoCo report"
+
+
+def test_a_failed_build_s_coverage_is_not_believed_either(world: World) -> None:
+    world.builds.uploads, world.builds.ends = _with_jacoco(results_archive("pass")), BuildStatus.FAILED
+    run_id, _ = _verify(world)
+    assert json.loads(_outputs(world, run_id)["command.json"])["coverage"] is None

@@ -48,6 +48,8 @@ class TestRunConfig(BaseModel):
     test: str = Field(min_length=1)
     timeout_s: int = Field(ge=1, le=MAX_TIMEOUT_S)
     junit: list[str]
+    # JaCoCo XML reports to read line and branch coverage from (a Java suite's; [] reads none).
+    jacoco: list[str] = []
     env: dict[str, str]
     virtualenv: bool
     cache_key_files: list[str]
@@ -98,6 +100,8 @@ NODE_TEST_RUNNER_COMMAND = (
 )
 NODE_JUNIT = ["junit.xml", "reports/*.xml", "test-results/*.xml"]
 MAVEN_JUNIT = ["target/surefire-reports/TEST-*.xml", "*/target/surefire-reports/TEST-*.xml"]
+# Where the jacoco-maven-plugin's `report` goal writes, for the project and for its modules.
+MAVEN_JACOCO = ["target/site/jacoco/jacoco.xml", "*/target/site/jacoco/jacoco.xml"]
 
 
 @dataclass(frozen=True)
@@ -212,14 +216,17 @@ def _timeout(label: str, value: Any) -> int:
     return value
 
 
-def _junit(label: str, value: Any) -> list[str]:
-    patterns = _string_list(label, "junit", value, MAX_JUNIT_GLOBS)
-    for pattern in patterns:
-        path = PurePosixPath(pattern.replace("\\", "/"))
-        if not pattern or path.is_absolute() or ".." in path.parts:
-            raise _key_error(label, "junit", f"{_shown(pattern)} must be a path relative to "
+def _globs(key: str) -> Callable[[str, Any], list[str]]:
+    """Globs of report files the driver collects from the repository after the suite."""
+    def validate(label: str, value: Any) -> list[str]:
+        patterns = _string_list(label, key, value, MAX_JUNIT_GLOBS)
+        for pattern in patterns:
+            path = PurePosixPath(pattern.replace("\\", "/"))
+            if not pattern or path.is_absolute() or ".." in path.parts:
+                raise _key_error(label, key, f"{_shown(pattern)} must be a path relative to "
                                              "the repository root, without `..`")
-    return patterns
+        return patterns
+    return validate
 
 
 def _string_list(label: str, key: str, value: Any, limit: int) -> list[str]:
@@ -290,7 +297,8 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "install": ("install", _install),
     "test": ("test", _test),
     "timeout": ("timeout_s", _timeout),
-    "junit": ("junit", _junit),
+    "junit": ("junit", _globs("junit")),
+    "jacoco": ("jacoco", _globs("jacoco")),
     "env": ("env", _env),
     "image": ("image", _image),
     "compute": ("compute", _compute),
@@ -327,7 +335,7 @@ def _has_python_modules(root: Path) -> bool:
 def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
               explicit_test: bool) -> dict[str, Any]:
     common = {"timeout_s": DEFAULT_TIMEOUT_S, "env": {}, "image": DEFAULT_IMAGE,
-              "compute": DEFAULT_COMPUTE, "virtualenv": False, "junit": [], "install": [],
+              "compute": DEFAULT_COMPUTE, "virtualenv": False, "junit": [], "jacoco": [], "install": [],
               "cache_key_files": [], "writer": None, "generation_module_seconds": None,
               "generation_seconds": None, "random_order": True}
     if ecosystem == "python":
@@ -335,7 +343,8 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
     if ecosystem == "node":
         return {**common, **_node_defaults(root)}
     if ecosystem == "maven":
-        return {**common, "test": "mvn -B test", "junit": MAVEN_JUNIT, "cache_key_files": ["pom.xml"]}
+        return {**common, "test": "mvn -B test", "junit": MAVEN_JUNIT, "jacoco": MAVEN_JACOCO,
+                "cache_key_files": ["pom.xml"]}
     return common
 
 

@@ -43,6 +43,7 @@ RESULTS_DIR = "agentledger/results"
 RESULT_FILE = "result.json"
 OUTPUT_FILE = "output.txt"
 JUNIT_DIR = "junit"
+COVERAGE_DIR = "coverage"
 INPUT_URL_VARIABLE = "AGENTLEDGER_INPUT_URL"
 OUTPUT_GRANT_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT"
 TEST_RUN_VARIABLE = "AGENTLEDGER_TEST_RUN"
@@ -90,6 +91,7 @@ class Config:
     test: str
     timeout_s: int
     junit: list[str]
+    jacoco: list[str]
     env: dict[str, str]
     virtualenv: bool
     cache_key_files: list[str]
@@ -107,6 +109,7 @@ def load_config(path: Path) -> Config:
         test=document.get("test", ""),  # check_config names what is missing or wrong
         timeout_s=document.get("timeout_s", 0),
         junit=document.get("junit", []),
+        jacoco=document.get("jacoco", []),
         env=document.get("env", {}),
         virtualenv=document.get("virtualenv", False),
         cache_key_files=document.get("cache_key_files", []),
@@ -125,6 +128,8 @@ def check_config(config: Config) -> None:
         problems.append("timeout_s must be a positive integer")
     if not is_string_list(config.junit):
         problems.append("junit must be a list of strings")
+    if not is_string_list(config.jacoco):
+        problems.append("jacoco must be a list of strings")
     if not isinstance(config.env, dict) or not is_string_list(list(config.env.values())):
         problems.append("env must map names to strings")
     if not isinstance(config.virtualenv, bool):
@@ -450,31 +455,32 @@ def working_copy_path(workspace: Workspace) -> str:
 
 # --- results -----------------------------------------------------------------------------------
 
-def collect_junit(workspace: Workspace) -> list[str]:
-    """Keeps the reports the tests wrote into the results and copies those the globs match.
-    The commands' processes are dead by now, so nothing changes the tree while it is checked."""
-    junit = workspace.results / JUNIT_DIR
-    kept = keep_written_reports(junit)
+def collect_reports(workspace: Workspace, patterns: list[str], kind: str, directory: str) -> list[str]:
+    """Keeps the reports the tests wrote into the results' directory and copies those the globs
+    match. The commands' processes are dead by now, so nothing changes the tree while it is checked."""
+    reports = workspace.results / directory
+    reports.mkdir(parents=True, exist_ok=True)
+    kept = keep_written_reports(reports)
     copied = set()
-    for pattern in workspace.config.junit:
-        for source in glob_inside(workspace.repository, pattern):
+    for pattern in patterns:
+        for source in glob_inside(workspace.repository, pattern, kind):
             if len(kept) >= MAX_JUNIT_FILES:
-                say(f"more than {MAX_JUNIT_FILES} JUnit files, keeping the first")
+                say(f"more than {MAX_JUNIT_FILES} {kind} files, keeping the first")
                 return sorted(kept)
             if source not in copied and within_report_size(source):
                 copied.add(source)
-                kept.append(copy_flat(source, workspace.repository.resolve(), junit))
+                kept.append(copy_flat(source, workspace.repository.resolve(), reports))
     return sorted(kept)
 
 
-def keep_written_reports(junit: Path) -> list[str]:
+def keep_written_reports(reports: Path) -> list[str]:
     """Only regular XML files within the limits stay (no symlinks: the upload must not carry
     links the orchestrator might follow)."""
     kept: list[str] = []
-    for directory, _, names in os.walk(junit):
+    for directory, _, names in os.walk(reports):
         for name in sorted(names):
             path = Path(directory) / name
-            relative = path.relative_to(junit).as_posix()
+            relative = path.relative_to(reports).as_posix()
             if (path.suffix == ".xml" and not path.is_symlink() and path.is_file()
                     and within_report_size(path) and len(kept) < MAX_JUNIT_FILES):
                 kept.append(relative)
@@ -483,16 +489,16 @@ def keep_written_reports(junit: Path) -> list[str]:
     return kept
 
 
-def glob_inside(repository: Path, pattern: str) -> list[Path]:
+def glob_inside(repository: Path, pattern: str, kind: str) -> list[Path]:
     """The regular files the pattern matches inside the repository, resolved; never a symlink
     and never a path outside it."""
     if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-        say(f"ignoring JUnit glob {pattern!r}: not a pattern inside the repository")
+        say(f"ignoring {kind} glob {pattern!r}: not a pattern inside the repository")
         return []
     try:
         candidates = sorted(repository.glob(pattern))
     except ValueError as error:
-        say(f"ignoring JUnit glob {pattern!r}: {error}")
+        say(f"ignoring {kind} glob {pattern!r}: {error}")
         return []
     matches = []
     for match in candidates:
@@ -526,11 +532,12 @@ def write_output_tail(log: Path, destination: Path) -> None:
 
 
 def write_result(results: Path, install: InstallResult, test: Outcome | None, command: str,
-                 junit_files: list[str]) -> None:
+                 junit_files: list[str], coverage_files: list[str]) -> None:
     document = {
         "install": asdict(install),
         "test": None if test is None else {"command": command, **asdict(test)},
         "junit_files": junit_files,
+        "coverage_files": coverage_files,
     }
     (results / RESULT_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
@@ -574,10 +581,13 @@ def run_suite() -> int:
     else:
         outcome = run_tests(workspace, venv)
 
-    junit_files = collect_junit(workspace)
+    junit_files = collect_reports(workspace, config.junit, "JUnit", JUNIT_DIR)
     say(f"collected {len(junit_files)} JUnit file(s)")
+    coverage_files = collect_reports(workspace, config.jacoco, "JaCoCo", COVERAGE_DIR) if config.jacoco else []
+    if config.jacoco:
+        say(f"collected {len(coverage_files)} JaCoCo report(s)")
     write_output_tail(workspace.log, results / OUTPUT_FILE)
-    write_result(results, install_result, outcome, config.test, junit_files)
+    write_result(results, install_result, outcome, config.test, junit_files, coverage_files)
     say(f"wrote {RESULTS_DIR}/{RESULT_FILE}")
     return 0
 

@@ -51,21 +51,21 @@ def summarize_junit(documents: Mapping[str, bytes], unread: Sequence[str] = ()) 
     files: list[str] = []
     unreadable: list[str] = []
     for name, data in documents.items():
-        root = _parse(data)
+        root = parse_bounded(data, JUNIT_ROOTS)
         if root is None:
-            unreadable.append(_bounded(name))
+            unreadable.append(bounded_name(name))
             continue
-        files.append(_bounded(name))
+        files.append(bounded_name(name))
         for case in root.iter("testcase"):
             outcome = _outcome(case)
             outcomes[outcome] += 1
-            package = _bounded((case.get("classname") or "").partition(".")[0] or "(none)")
+            package = bounded_name((case.get("classname") or "").partition(".")[0] or "(none)")
             if package not in by_package and len(by_package) >= MAX_PACKAGES:
                 package = "…"
             by_package.setdefault(package, Counter())[outcome] += 1
             if outcome in ("failed", "errors") and len(failing) < MAX_FAILING_NAMES:
-                failing.append(_bounded(_case_name(case)))
-    unreadable.extend(_bounded(name) for name in unread)
+                failing.append(bounded_name(_case_name(case)))
+    unreadable.extend(bounded_name(name) for name in unread)
     return TestCounts(tests=outcomes.total(), passed=outcomes["passed"], failed=outcomes["failed"],
                       errors=outcomes["errors"], skipped=outcomes["skipped"], failing=failing,
                       failing_omitted=outcomes["failed"] + outcomes["errors"] - len(failing),
@@ -73,18 +73,19 @@ def summarize_junit(documents: Mapping[str, bytes], unread: Sequence[str] = ()) 
                       by_package={name: dict(counts) for name, counts in sorted(by_package.items())})
 
 
-def _bounded(name: str) -> str:
+def bounded_name(name: str) -> str:
     return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS - 1] + "…"
 
 
-def _parse(data: bytes) -> Element | None:
+def parse_bounded(data: bytes, roots: frozenset[str]) -> Element | None:
+    """The document's root element, if it is small enough, well-formed and one of `roots`."""
     if len(data) > MAX_DOCUMENT_BYTES:
         return None
     try:
         root = fromstring(data)
     except (ParseError, DefusedXmlException):
         return None
-    return root if root.tag in JUNIT_ROOTS else None
+    return root if root.tag in roots else None
 
 
 def _outcome(case: Element) -> str:

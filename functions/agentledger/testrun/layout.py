@@ -22,6 +22,7 @@ RESULT_FILE = "result.json"
 GENERATION_RESULT_FILE = "generation.json"
 OUTPUT_FILE = "output.txt"
 JUNIT_DIR = "junit"
+COVERAGE_DIR = "coverage"  # JaCoCo XML reports the config's `jacoco` globs matched
 
 # Variables the orchestrator sets on each build. None of them reaches the install or test
 # commands: the driver starts those with an environment it builds itself.

@@ -25,6 +25,7 @@ from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
 from ..testrun import layout
 from ..testrun.config import TestRunConfig
+from ..testrun.jacoco import CoverageCounts, summarize_jacoco
 from ..testrun.junit import TestCounts, summarize_junit
 from .builds import (
     BuildInputs,
@@ -68,6 +69,7 @@ class DriverResult(BaseModel):
     install: InstallResult
     test: SuiteResult | None
     junit_files: list[str] = Field(default_factory=list, max_length=JUNIT_FILE_COUNT_LIMIT)
+    coverage_files: list[str] = Field(default_factory=list, max_length=JUNIT_FILE_COUNT_LIMIT)
 
 
 class TestReport(BaseModel):
@@ -84,6 +86,7 @@ class TestReport(BaseModel):
     install_exit_code: int | None
     dependency_cache_hit: bool | None
     counts: TestCounts | None
+    coverage: CoverageCounts | None = None  # from the JaCoCo reports the config's `jacoco` globs matched
     build_id: str | None
     build_status: BuildStatus
     input_digest: str
@@ -155,6 +158,8 @@ class OutputContents:
     junit: dict[str, bytes]
     junit_unread: list[str] = field(default_factory=list)  # JUnit files past JUNIT_TOTAL_LIMIT_BYTES
     problem: str | None = None  # why result.json could not be used
+    coverage: dict[str, bytes] = field(default_factory=dict)  # JaCoCo XML, bounded as JUnit's is
+    coverage_unread: list[str] = field(default_factory=list)
 
 
 def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], config: TestRunConfig) -> str:
@@ -168,12 +173,11 @@ def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], co
 
 def read_output_archive(archive: bytes) -> OutputContents:
     """The results a build uploaded, read in memory with every size bounded; anything else in the
-    archive is ignored. JUnit files past the total are named, not read."""
+    archive is ignored. JUnit and JaCoCo files past the total are named, not read."""
     result_bytes: bytes | None = None
+    problem: str | None
     output = ""
-    junit: dict[str, bytes] = {}
-    unread: list[str] = []
-    junit_bytes = 0
+    reports = {layout.JUNIT_DIR: _Reports(), layout.COVERAGE_DIR: _Reports()}
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
             for member in tar:
@@ -184,24 +188,39 @@ def read_output_archive(archive: bytes) -> OutputContents:
                     result_bytes = _read_member(tar, member)
                 elif str(name) == layout.OUTPUT_FILE and member.size <= 2 * layout.OUTPUT_LIMIT_BYTES:
                     output = _read_member(tar, member).decode("utf-8", errors="replace")
-                elif (len(name.parts) == 2 and name.parts[0] == layout.JUNIT_DIR and name.suffix == ".xml"
-                      and len(junit) + len(unread) < JUNIT_FILE_COUNT_LIMIT):
-                    if junit_bytes + member.size <= JUNIT_TOTAL_LIMIT_BYTES:
-                        junit[name.name] = _read_member(tar, member)
-                        junit_bytes += member.size
-                    else:
-                        unread.append(name.name)
+                elif len(name.parts) == 2 and name.parts[0] in reports and name.suffix == ".xml":
+                    reports[name.parts[0]].add(tar, member, name.name)
     except (tarfile.TarError, EOFError, OSError) as error:
-        return OutputContents(None, output, junit, unread,
-                              problem=f"the uploaded results are not a readable archive: {error}")
-    if result_bytes is None:
-        return OutputContents(None, output, junit, unread, problem=f"the build uploaded no {layout.RESULT_FILE}")
-    try:
-        result = DriverResult.model_validate_json(result_bytes)
-    except ValidationError as error:
-        return OutputContents(None, output, junit, unread,
-                              problem=f"{layout.RESULT_FILE} is not valid: {error.errors()[:3]}")
-    return OutputContents(result, output, junit, unread)
+        result_bytes, problem = None, f"the uploaded results are not a readable archive: {error}"
+    else:
+        problem = None if result_bytes is not None else f"the build uploaded no {layout.RESULT_FILE}"
+    result = None
+    if result_bytes is not None:
+        try:
+            result = DriverResult.model_validate_json(result_bytes)
+        except ValidationError as error:
+            problem = f"{layout.RESULT_FILE} is not valid: {error.errors()[:3]}"
+    junit, coverage = reports[layout.JUNIT_DIR], reports[layout.COVERAGE_DIR]
+    return OutputContents(result, output, junit.read, junit.unread, problem, coverage.read, coverage.unread)
+
+
+@dataclass
+class _Reports:
+    """XML reports of one kind read from the archive: at most JUNIT_FILE_COUNT_LIMIT files and
+    JUNIT_TOTAL_LIMIT_BYTES in all; past the total, named and not read."""
+
+    read: dict[str, bytes] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> None:
+        if len(self.read) + len(self.unread) >= JUNIT_FILE_COUNT_LIMIT:
+            return
+        if self.size + member.size <= JUNIT_TOTAL_LIMIT_BYTES:
+            self.read[name] = _read_member(tar, member)
+            self.size += member.size
+        else:
+            self.unread.append(name)
 
 
 def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
@@ -219,9 +238,11 @@ def judge(test_run: TestRun, config: TestRunConfig,
     result = contents.result if contents and succeeded else None
     counts = (summarize_junit(contents.junit, contents.junit_unread)
               if contents and result and (contents.junit or contents.junit_unread) else None)
+    coverage = (summarize_jacoco(contents.coverage, contents.coverage_unread)
+                if contents and result and (contents.coverage or contents.coverage_unread) else None)
     base: dict[str, Any] = {
         "command": config.test, "exit_code": None, "duration_s": None, "timed_out": False,
-        "install_exit_code": None, "dependency_cache_hit": None, "counts": counts,
+        "install_exit_code": None, "dependency_cache_hit": None, "counts": counts, "coverage": coverage,
         "build_id": test_run.build_id, "build_status": test_run.status, "input_digest": test_run.digest,
     }
     if result is None:

@@ -117,7 +117,16 @@ def test_maven_wins_over_the_other_markers(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert (config.ecosystem, config.install, config.test) == ("maven", [], "mvn -B test")
     assert config.junit == ["target/surefire-reports/TEST-*.xml", "*/target/surefire-reports/TEST-*.xml"]
+    assert config.jacoco == ["target/site/jacoco/jacoco.xml", "*/target/site/jacoco/jacoco.xml"]
     assert (config.cache_key_files, config.virtualenv) == (["pom.xml"], False)
+
+
+def test_jacoco_reports_are_read_for_maven_alone_unless_a_repository_names_them(tmp_path: Path) -> None:
+    python, custom = tmp_path / "python", tmp_path / "custom"
+    repository(python, {"requirements.txt": ""})
+    assert load_config(python).jacoco == []
+    explicit(custom, 'test = "gradle test"\njacoco = "build/reports/jacoco/test/jacocoTestReport.xml"\n')
+    assert load_config(custom).jacoco == ["build/reports/jacoco/test/jacocoTestReport.xml"]
 
 
 def test_a_test_command_alone_makes_a_custom_build(tmp_path: Path) -> None:
@@ -192,8 +201,8 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
     repository(tmp_path, {"pyproject.toml": "[tool.agentledger]\ntests = 'pytest'\n"})
     assert refusal(tmp_path) == (
         "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
-        "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_seconds, image, install, junit, "
-        "random_order, test, timeout, writer")
+        "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_seconds, image, install, "
+        "jacoco, junit, random_order, test, timeout, writer")
 
 
 def test_invalid_toml_names_the_file_and_the_parser_message(tmp_path: Path) -> None:
@@ -243,6 +252,9 @@ def test_a_pyproject_agentledger_entry_that_is_not_a_table_is_refused(tmp_path: 
     ('junit = "/tmp/*.xml"', "key `junit`: '/tmp/*.xml' must be a path relative to the repository "
                              "root, without `..`"),
     (f"junit = {json.dumps(['a.xml'] * 21)}", "key `junit`: at most 20 entries are accepted, not 21"),
+    ('jacoco = "../jacoco.xml"', "key `jacoco`: '../jacoco.xml' must be a path relative to the repository "
+                                 "root, without `..`"),
+    ("jacoco = 1", "key `jacoco`: must be a string or a list of strings"),
     ('env = "A=1"', "key `env`: must be a table of names to strings"),
     ("env = { lower = 'x' }", "key `env`: 'lower' is not a variable name ([A-Z_][A-Z0-9_]{0,127})"),
     ("env = { AWS_REGION = 'x' }", "key `env.AWS_REGION`: AWS_REGION is set by the sandbox and "

@@ -162,7 +162,7 @@ def test_the_venv_cache_key_follows_the_dependency_files(tmp_path: Path) -> None
     repository.mkdir()
     (repository / "requirements.txt").write_text("glom==23.5.0\n")
     config = driver.Config(install=["pip install -r requirements.txt"], test="pytest", timeout_s=1,
-                           junit=[], env={}, virtualenv=True, cache_key_files=["requirements.txt"])
+                           junit=[], jacoco=[], env={}, virtualenv=True, cache_key_files=["requirements.txt"])
     first = driver.cache_key(config, repository)
     assert driver.cache_key(config, repository) == first
     (repository / "tests.py").write_text("# a new test does not invalidate the installed venv\n")
