@@ -219,17 +219,24 @@ class LocalRuntime:
     def stop(self) -> None:
         """Stop the receivers and the mock, then undo start()'s patches, last first."""
         if self._mock is not None:
-            self._wait_for_executions_to_settle()
-            self._undo.close()
-            self._mock = None
-            self._clients.clear()  # they would reach past the mock to AWS
+            try:
+                self._wait_for_executions_to_settle()
+            finally:  # the builds' pool above all: its threads are joined at exit, and would wait for the builds
+                self._undo.close()
+                self._mock = None
+                self._clients.clear()  # they would reach past the mock to AWS
 
     def _wait_for_executions_to_settle(self) -> None:
         """Stop executions still waiting (for a review), so moto's worker threads end with the mock."""
         sfn = self.client("stepfunctions")
         running = sfn.list_executions(stateMachineArn=self.state_machine_arn, statusFilter="RUNNING")["executions"]
         for execution in running:
-            sfn.stop_execution(executionArn=execution["executionArn"], cause="local runtime stopping")
+            try:
+                sfn.stop_execution(executionArn=execution["executionArn"], cause="local runtime stopping")
+            except AttributeError:
+                # moto: an execution whose thread has not built its environment yet cannot be
+                # stopped ('NoneType' has no set_stop); that thread is a daemon and ends with serve.
+                continue
 
     # -- access ----------------------------------------------------------------------------
     def _is_test_build_project(self, name: str) -> bool:

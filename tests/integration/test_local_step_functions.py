@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import types
 import uuid
 
 import pytest
@@ -82,3 +83,40 @@ def test_a_heartbeat_sent_as_soon_as_the_token_arrives_is_taken(runtime, monkeyp
     sfn.send_task_success(taskToken=token, output=json.dumps({"answered": True}))
 
     assert _finished(sfn, execution) == ("SUCCEEDED", {"answered": True})
+
+
+def test_stopping_the_runtime_while_an_execution_is_still_starting_stops_the_others(
+        runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto cannot stop an execution whose thread has not built its environment yet (an
+    AttributeError, which made `serve` exit without stopping its builds, then hang on them);
+    the runtime's stop asks every running execution to stop all the same."""
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    from infra.local.runtime import LocalRuntime
+
+    sfn, sqs = runtime.client("stepfunctions"), runtime.client("sqs")
+    name = uuid.uuid4().hex[:8]
+    queue = sqs.create_queue(QueueName=f"tokens-{name}")["QueueUrl"]
+    waiting, _ = _waiting_for_an_answer(sfn, sqs, queue, f"settles-{name}")
+    logic = ExecutionWorker._execution_logic
+
+    def slow_start(self):
+        time.sleep(2)
+        return logic(self)
+
+    monkeypatch.setattr(ExecutionWorker, "_execution_logic", slow_start)
+    machine = sfn.describe_execution(executionArn=waiting)["stateMachineArn"]
+    starting = sfn.start_execution(stateMachineArn=machine, name="starting")["executionArn"]
+    asked: list[str] = []
+    stop = sfn.stop_execution
+
+    def recorded_stop(**arguments):
+        asked.append(arguments["executionArn"])
+        return stop(**arguments)
+
+    monkeypatch.setattr(sfn, "stop_execution", recorded_stop)
+    stack = types.SimpleNamespace(state_machine_arn=machine, client=runtime.client)
+
+    LocalRuntime._wait_for_executions_to_settle(stack)  # type: ignore[arg-type]
+
+    assert sorted(asked) == sorted([waiting, starting])
