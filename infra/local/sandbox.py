@@ -144,7 +144,7 @@ class SandboxSpec:
     hidden: tuple[Path, ...]  # also hidden (serve's credentials directory)
     toolchain: tuple[Mount, ...]
     tmp_bytes: int
-    rlimits: tuple[str, ...]  # prlimit's options
+    limits: tuple[str, ...]  # the command that applies the limits (nice, prlimit) to the script
 
 
 class SandboxedProcess:
@@ -166,7 +166,7 @@ class SandboxedProcess:
                     *_bwrap_arguments(spec, mounts, info_write, own_network=not network),
                     "setpriv", f"--reuid={BUILD_UID}", f"--regid={BUILD_UID}", "--clear-groups", "--no-new-privs",
                     "--inh-caps=-all", "--bounding-set=-all", "--",
-                    "prlimit", *spec.rlimits, "--", "bash", "-c", script]
+                    *spec.limits, "bash", "-c", script]
             # The environment reaches the command by inheritance, never as arguments: bwrap's
             # command line is readable in the namespace (/proc/1/cmdline), its environment is not.
             self.process = subprocess.Popen(argv, env=environment, stdin=subprocess.DEVNULL, stdout=stdout,

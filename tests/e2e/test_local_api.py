@@ -529,7 +529,7 @@ def test_serve_takes_the_stacks_context_as_cdk_deploy_does(tmp_path: Path, repos
 
     profiles = tmp_path / "profiles"
     environment = {**CLI_ENVIRONMENT, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(profiles)}
-    with served(tmp_path, environment, "-c", "allowSelfApproval=true") as url:
+    with served(tmp_path, environment, "-c", "allowSelfApproval=true", "-c", "planner=doctest") as url:
         waited = run_cli("run", str(repository), "--wait", "--api", url, "--json", environment=environment)
         run_id = json.loads(waited.stdout)["run"]["run_id"]
         approved = run_cli("review", run_id, "--approve", "--api", url, "--json", environment=environment)
