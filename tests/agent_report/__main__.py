@@ -93,10 +93,14 @@ class Report:
         return self.runtime.call_api("GET", f"/runs/{run_id}", caller=principal_arn("operator")).json()
 
     def artifact(self, view: dict[str, Any], name: str) -> Any:
-        found = [a for a in view["artifacts"] if a["name"] == name and a.get("committed")]
+        text = self.artifact_text(view, name, committed_only=True)
+        return None if text is None else json.loads(text)
+
+    def artifact_text(self, view: dict[str, Any], name: str, committed_only: bool = False) -> str | None:
+        found = [a for a in view["artifacts"] if a["name"] == name and (a.get("committed") or not committed_only)]
         if not found:
             return None
-        return json.loads(self.s3.get_object(Bucket=self.bucket, Key=found[-1]["key"])["Body"].read())
+        return self.s3.get_object(Bucket=self.bucket, Key=found[-1]["key"])["Body"].read().decode(errors="replace")
 
     def settle(self, run_id: str, deadline: float, done: frozenset[str] = SETTLED) -> dict[str, Any]:
         while True:
@@ -127,12 +131,16 @@ class Report:
         if view["run"]["status"] == "needs_person":
             summary = (view.get("handoff") or {}).get("summary", "?")
             row.outcome, row.unclassified = f"needs_person: {summary}", "unclassified" in summary
+            output = self.artifact_text(view, "test-output.txt") or self.artifact_text(view, "generation-output.txt")
+            row.notes += [f"output: {line[:200]}" for line in (output or "").splitlines() if line.strip()][-4:]
         generation = self.artifact(view, "generation.json")
         if generation:
             self._funnel(row, generation)
         files = self.artifact(view, "test-files.json") or {}
         if files:
-            row.rerun_failures = self.rerun(repository, files)
+            row.rerun_failures, failed_output = self.rerun(repository, files)
+            if failed_output:
+                row.notes += [f"rerun: {line[:200]}" for line in failed_output.splitlines() if line.strip()][-6:]
         return row
 
     @staticmethod
@@ -150,17 +158,18 @@ class Report:
             row.before = 100.0 * sum(c["before"]["lines_covered"] for c in measured) / lines
             row.after = 100.0 * sum(c["after"]["lines_covered"] for c in measured) / lines
         row.generation_s = sum(generation.get("timings", {}).values())
-        row.notes = generation.get("notes", [])[:3]
+        row.notes += generation.get("notes", [])[:3]
 
-    def rerun(self, repository: Path, files: dict[str, str]) -> int:
+    def rerun(self, repository: Path, files: dict[str, str]) -> tuple[int, str]:
         """The kept tests, RERUNS more times, each a build of its own in the sandbox (the code is
-        the package's: it never runs outside the sandbox): how many of those builds failed."""
+        the package's: it never runs outside the sandbox): how many of those builds failed, and the
+        output of the first that did."""
         config = load_config(repository)
         config = config.model_copy(update={"test": f"{PYTEST_COMMAND} {' '.join(sorted(files))}"})
         source = {path.relative_to(repository).as_posix(): "" for path in repository.rglob("*")
                   if path.is_file() and ".git" not in path.parts}
         archive = package({**repository_files(repository, source, files), **control_files(config)})
-        failures = 0
+        failures, failed_output = 0, ""
         for number in range(RERUNS):
             key = f"agent-report/{uuid.uuid4().hex}"
             self.s3.put_object(Bucket=self.bucket, Key=f"{key}/input.tar.gz", Body=archive)
@@ -172,10 +181,12 @@ class Report:
             while self.builds.status(build_id) == BuildStatus.IN_PROGRESS:
                 time.sleep(1)
             uploaded = self.artifacts.read(f"{key}/output.tar.gz")
-            result = read_output_archive(uploaded).result if uploaded else None
+            contents = read_output_archive(uploaded) if uploaded else None
+            result = contents.result if contents else None
             if result is None or result.test is None or result.test.exit_code != 0:
                 failures += 1
-        return failures
+                failed_output = failed_output or (contents.output if contents else "no output uploaded")
+        return failures, failed_output
 
 
 def download(package: str, into: Path) -> Path:

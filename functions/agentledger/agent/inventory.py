@@ -68,6 +68,17 @@ def is_test_file(path: str) -> bool:
     )
 
 
+# Python files that are the project's tooling, not its library: no writer targets them (running
+# setup.py or a __main__ module runs a command, not code a test should pin).
+TOOLING_FILES = frozenset({"setup.py", "versioneer.py", "noxfile.py", "fabfile.py", "__main__.py", "conf.py"})
+TOOLING_DIRECTORIES = frozenset({"docs", "doc", "examples", "benchmarks", "scripts"})
+
+
+def is_project_tooling(path: str) -> bool:
+    *directories, name = path.split("/")
+    return name in TOOLING_FILES or bool(directories and directories[0] in TOOLING_DIRECTORIES)
+
+
 def module_import_path(path: str) -> str | None:
     """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`, `src/pkg/mod.py` -> `pkg.mod`; None if
     Python cannot import it by name."""
@@ -159,7 +170,7 @@ def inspect_repository(snapshot: SourceSnapshot) -> Inventory:
 
     modules = []
     for path, analysis in sorted(analyses.items()):
-        if is_test_file(path) or analysis.error is not None:
+        if is_test_file(path) or is_project_tooling(path) or analysis.error is not None:
             continue
         module_name = module_import_path(path)
         modules.append(ModuleInfo(path=path, objects=[

@@ -63,6 +63,7 @@ MAX_FINDINGS = 100
 MAX_MESSAGE = 2_000
 MAX_REPORT_BYTES = 64 << 20  # a JUnit or coverage report read back; larger is not believed
 PYNGUIN_MARGIN_S = 60  # Pynguin's own start, minimization and writing, past its search budget
+PYNGUIN_MAX_MUTANTS = 300
 # Pynguin's searches of one module, by the coverage they aim at (search_module says why two).
 PYNGUIN_SEARCHES: tuple[tuple[str, ...], ...] = (("BRANCH",), ("BRANCH", "CHECKED"))
 
@@ -593,6 +594,11 @@ class Generation:
         argv = [str(self.tools.pynguin), "--project-path", str(project), "--module-name", target.module,
                 "--output-path", str(output), "--seed", str(seed), "--coverage-metrics", *metrics,
                 "--maximum-search-time", str(budget_s), "--maximum-iterations", str(self.request.iterations),
+                # Assertions by mutation analysis are unbounded by default: on a large module they
+                # outran the margin and the whole search was lost. Bounded in time and in mutants
+                # (a seeded sample), within the margin.
+                "--maximum-mutation-time", str(max(5, min(budget_s, PYNGUIN_MARGIN_S // 2))),
+                "--maximum-mutants", str(PYNGUIN_MAX_MUTANTS),
                 "--report-dir", str(output / "report")]
         # Pynguin imports the module with its own interpreter: the project's packages come after its own.
         site_packages = [str(p) for p in self.venv_site_packages()]

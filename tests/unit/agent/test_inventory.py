@@ -115,3 +115,14 @@ def test_the_same_content_as_a_test_and_as_a_module_is_analysed_for_each_role(tm
     assert "pkg/calc.py::add" in inspect_repository(snapshot_directory(repo)).untested
     write(repo, "tests/test_user.py", user)  # the same bytes as a test file: add is tested now
     assert "pkg/calc.py::add" not in inspect_repository(snapshot_directory(repo)).untested
+
+
+def test_the_project_s_tooling_is_not_library_code_to_write_tests_for(tmp_path):
+    repo = tmp_path / "repo"
+    for path in ("setup.py", "versioneer.py", "noxfile.py", "pkg/__main__.py", "docs/conf.py",
+                 "examples/demo.py", "benchmarks/bench.py", "scripts/release.py"):
+        write(repo, path, "def run(argv):\n    return argv\n")
+    write(repo, "pkg/__init__.py", "def add(a, b):\n    return a + b\n")
+    inventory = inspect_repository(snapshot_directory(repo))
+    assert [module.path for module in inventory.modules] == ["pkg/__init__.py"]
+    assert inventory.untested == ["pkg/__init__.py::add"]

@@ -118,7 +118,7 @@ def test_a_src_layout_module_is_named_without_src(tmp_path):
 
 def test_modules_that_cannot_be_imported_by_name_are_skipped(tmp_path):
     repo = tmp_path / "repo"
-    write(repo, "scripts/run-me.py", 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n')
+    write(repo, "my-scripts/run-me.py", 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n')
     plan = _plan(repo)
     assert plan.items == []
     assert plan.skipped[0].reason == "module path is not importable by name"
