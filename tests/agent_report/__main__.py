@@ -27,7 +27,6 @@ from botocore.config import Config
 from agentledger.adapters.codebuild import CodeBuildBuilds
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.models import BuildRequest
-from agentledger.states import BuildStatus
 from agentledger.testrun import layout
 from agentledger.testrun.config import PYTEST_COMMAND, load_config
 from agentledger.workflow.builds import control_files, package, repository_files
@@ -171,21 +170,22 @@ class Report:
         archive = package({**repository_files(repository, source, files), **control_files(config)})
         failures, failed_output = 0, ""
         for number in range(RERUNS):
-            key = f"agent-report/{uuid.uuid4().hex}"
+            run_key = f"agent-report-{uuid.uuid4().hex[:20]}"  # a run id's shape: the build host finds it by it
+            key = f"runs/{run_key}/verify/builds"
             self.s3.put_object(Bucket=self.bucket, Key=f"{key}/input.tar.gz", Body=archive)
             build_id = self.builds.start(BuildRequest(
-                test_run=f"agent-report/{key}#{number}", timeout_minutes=30, image=config.image, compute=config.compute,
-                input_url=self.artifacts.download_url(f"{key}/input.tar.gz", 3600),
+                test_run=f"{run_key}/rerun#{number + 1}", timeout_minutes=30, image=config.image,
+                compute=config.compute, input_url=self.artifacts.download_url(f"{key}/input.tar.gz", 3600),
                 output_grant=self.artifacts.upload_grant(f"{key}/output.tar.gz", layout.OUTPUT_ARCHIVE_LIMIT_BYTES,
                                                          3600)))
-            while self.builds.status(build_id) == BuildStatus.IN_PROGRESS:
-                time.sleep(1)
+            self.runtime.codebuild.wait(build_id, RUN_TIMEOUT_S)
             uploaded = self.artifacts.read(f"{key}/output.tar.gz")
             contents = read_output_archive(uploaded) if uploaded else None
             result = contents.result if contents else None
             if result is None or result.test is None or result.test.exit_code != 0:
                 failures += 1
-                failed_output = failed_output or (contents.output if contents else "no output uploaded")
+                [build] = self.runtime.codebuild.builds_for(run_key)
+                failed_output = failed_output or (contents.output if contents else f"no output: {build.log_tail}")
         return failures, failed_output
 
 

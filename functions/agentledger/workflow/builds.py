@@ -165,14 +165,20 @@ def control_files(config: TestRunConfig) -> dict[str, bytes]:
     return files
 
 
+# Every member's modification time: fixed, so equal inputs give equal members, and not the epoch,
+# which the extracted files would carry: ZIP cannot hold times before 1980, so a backend that
+# zips them (flit_core building more-itertools' wheel) failed the install. A day in, for any zone.
+MEMBER_MTIME = 315_619_200  # 1980-01-02T00:00:00Z
+
+
 def package(members: dict[str, bytes]) -> bytes:
-    """A build's input. Deterministic (sorted, no timestamps or owners), so equal inputs give equal bytes."""
+    """A build's input. Sorted, one fixed timestamp, no owners."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as archive:
         for name in sorted(members):
             data = members[name]
             info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            info.size, info.mode, info.mtime = len(data), 0o644, MEMBER_MTIME
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
