@@ -83,6 +83,7 @@ class Report:
         links = boto3.client("s3", region_name=REGION, endpoint_url=runtime.s3_endpoint.url,
                              aws_access_key_id=FUNCTION_CREDENTIALS.access_key,
                              aws_secret_access_key=FUNCTION_CREDENTIALS.secret_key,
+                             aws_session_token=FUNCTION_CREDENTIALS.token,
                              config=Config(signature_version="s3v4"))
         self.artifacts = ArtifactStore(self.bucket, self.s3, links)
         self.builds = CodeBuildBuilds(runtime.output("TestBuildProjectName"), runtime.client("codebuild"),
