@@ -61,6 +61,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+# Ends a request to a broken serve. On two loaded cores (a suite's other worker running fifty
+# runs' builds) a first request can wait on a cold function for over a minute.
+HTTP_TIMEOUT_S = 180
+
+
 @dataclass
 class HttpResponse:
     status: int
@@ -79,7 +84,7 @@ def http(base_url: str, method: str, path: str, body: Any = None,
         all_headers = request_signer(base_url, profile, profiles)(method, base_url + path, all_headers, data)
     request = urllib.request.Request(base_url + path, data=data, method=method, headers=all_headers)
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
             status, text = response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         status, text = error.code, error.read().decode()
