@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -324,17 +325,19 @@ class LocalCodeBuild:
             return self._installing.setdefault(venv, threading.Lock())
 
 
-class _Phase:
+class _Phase(ABC):
     """A running phase, sandboxed or not: waited for, and killed with everything it started."""
 
+    @abstractmethod
     def wait(self, timeout: float) -> int:
-        raise NotImplementedError
+        """The phase's exit code once it ends; subprocess.TimeoutExpired if it runs past `timeout`."""
 
+    @abstractmethod
     def kill(self) -> None:
-        raise NotImplementedError
+        """Ends the phase and everything it started."""
 
 
-class _Place:
+class _Place(ABC):
     """Where a build's phases run: its directory, its log, and how a phase is started."""
     directory: Path
     log_path: Path
@@ -343,8 +346,9 @@ class _Place:
     def phase(self, phase: str, env: dict[str, str]) -> Iterator[list[Mount]]:
         yield []
 
+    @abstractmethod
     def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
-        raise NotImplementedError
+        """Starts the phase's script with the environment and the extra mounts."""
 
 
 class _SubprocessPhase(_Phase):
