@@ -10,6 +10,10 @@ from agentledger.service import run_id_for
 from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
 
+# How long a run may take to settle: a stage with a build polls it every couple of seconds, and
+# under a loaded suite (two workers, each with builds in flight) a replan took past 30 s in CI.
+SETTLE_TIMEOUT_S = 300.0
+
 # The callers API Gateway's IAM authorization would name, one per duty.
 REQUESTER, REVIEWER, OPERATOR = (principal_arn(duty) for duty in ("requester", "reviewer", "operator"))
 
@@ -40,7 +44,7 @@ class Driver:
         s3 = self.runtime.client("s3")
         return s3.get_object(Bucket=self.runtime.output("ArtifactBucketName"), Key=artifact["key"])["Body"].read()
 
-    def wait(self, run_id: str, execution: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
+    def wait(self, run_id: str, execution: str | None = None, timeout_s: float = SETTLE_TIMEOUT_S) -> dict[str, Any]:
         """Until the run settles: its execution finished, or it waits for a review."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -52,6 +56,22 @@ class Driver:
                 return self.view(run_id)
             time.sleep(0.05)
         raise TimeoutError(f"run {run_id} did not settle in {timeout_s}s: {self.view(run_id)['run']}")
+
+    def wait_for_new_review(self, run_id: str, old_digest: str) -> dict[str, Any]:
+        """Until the run waits for a review of a plan other than old_digest."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            view = self.view(run_id)
+            review = view.get("review") or {}
+            if view["run"]["status"] == "awaiting_review" and review.get("plan_digest") not in (None, old_digest) \
+                    and not review.get("decision"):
+                return view
+            time.sleep(0.05)
+        raise TimeoutError(f"run {run_id} did not come back for review with a new plan in {SETTLE_TIMEOUT_S}s")
+
+    def finished(self, execution: str) -> str:
+        """The execution's terminal status."""
+        return self.runtime.wait_for_execution(execution, timeout_s=SETTLE_TIMEOUT_S)
 
     def review(self, run_id: str, decision: str = "approve", plan_digest: str | None = None):
         view = self.view(run_id)

@@ -51,7 +51,7 @@ def item_sizes(client: Any, table: str) -> list[tuple[int, str]]:
 def test_a_20000_file_repository_reaches_review_with_every_ledger_item_bounded(driver, runtime, tmp_path):
     repo = write_large_repository(tmp_path / "large", FILES)
     run_id = driver.start(repo)
-    waiting = driver.wait(run_id, timeout_s=240)
+    waiting = driver.wait(run_id)
     assert waiting["run"]["status"] == "awaiting_review", waiting.get("handoff")
 
     manifest = json.loads(driver.artifact_bytes(run_id, "source-manifest.json"))

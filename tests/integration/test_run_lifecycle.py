@@ -22,7 +22,7 @@ def test_run_goes_through_every_stage_to_complete(driver, runtime, sample_repo):
 
     approved = driver.review(run_id)
     assert approved.status == 200, approved.body
-    assert runtime.wait_for_execution(f"{run_id}-start") == "SUCCEEDED"
+    assert driver.finished(f"{run_id}-start") == "SUCCEEDED"
 
     ledger = driver.view(run_id)
     assert ledger["run"]["status"] == "complete"
@@ -53,7 +53,7 @@ def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
     driver.review(run_id)
-    runtime.wait_for_execution(f"{run_id}-start")
+    driver.finished(f"{run_id}-start")
     ledger = driver.view(run_id)
 
     s3 = runtime.client("s3")
@@ -80,7 +80,7 @@ def test_state_machine_payloads_carry_references_not_bulk_data(driver, runtime, 
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
     driver.review(run_id)
-    runtime.wait_for_execution(f"{run_id}-start")
+    driver.finished(f"{run_id}-start")
     for event in runtime.execution_history(f"{run_id}-start"):
         details = event.get("stateExitedEventDetails")
         if details:
@@ -93,7 +93,7 @@ def test_a_suite_past_the_repository_timeout_is_killed_and_handed_to_a_person(dr
     (sample_repo / "agentledger.toml").write_text(
         'ecosystem = "custom"\ntest = "echo suite begun; sleep 120"\ntimeout = 2\n')
     run_id = driver.start(sample_repo)
-    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=90) == "FAILED"
+    assert driver.finished(f"{run_id}-start") == "FAILED"
 
     ledger = driver.view(run_id)
     assert ledger["run"]["status"] == "needs_person", ledger["run"]

@@ -33,7 +33,7 @@ def test_crash_then_resume_completes_without_redoing_valid_work(driver, runtime,
     if stage == "complete":
         driver.wait(run_id)
         assert driver.review(run_id).status == 200
-    assert runtime.wait_for_execution(first) in ("FAILED", "SUCCEEDED")
+    assert driver.finished(first) in ("FAILED", "SUCCEEDED")
     crashed = driver.view(run_id)
     before = ORDER[: ORDER.index(stage)]
 
@@ -66,7 +66,7 @@ def test_crash_then_resume_completes_without_redoing_valid_work(driver, runtime,
     settled = driver.wait(run_id, execution=resumed.json()["execution"])
     if settled["run"]["status"] == "awaiting_review":
         assert driver.review(run_id).status == 200
-    assert runtime.wait_for_execution(resumed.json()["execution"]) == "SUCCEEDED"
+    assert driver.finished(resumed.json()["execution"]) == "SUCCEEDED"
 
     done = driver.view(run_id)
     assert done["run"]["status"] == "complete"
@@ -86,7 +86,7 @@ def test_crash_then_resume_completes_without_redoing_valid_work(driver, runtime,
 
 def test_repeated_and_concurrent_resumes_start_one_execution(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo, crash="plan:after_artifacts")
-    runtime.wait_for_execution(f"{run_id}-start")
+    driver.finished(f"{run_id}-start")
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=4) as pool:

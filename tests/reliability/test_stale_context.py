@@ -2,8 +2,6 @@
 what changed, and never executed further; the run replans."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.samples import EDITED_FILE, edit_sample_repository
@@ -15,22 +13,10 @@ def _plan_digest_used_by_execute(view):
     return view["stages"]["execute"]["inputs"]["plan"]
 
 
-def _wait_for_new_review(driver, run_id, old_digest, timeout_s=30.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        view = driver.view(run_id)
-        review = view.get("review") or {}
-        if view["run"]["status"] == "awaiting_review" and review.get("plan_digest") not in (None, old_digest) \
-                and not review.get("decision"):
-            return view
-        time.sleep(0.05)
-    raise TimeoutError(f"run {run_id} did not come back for review with a new plan")
-
-
 @pytest.mark.parametrize("paused_after", ["inspect", "plan", "execute", "verify"])
 def test_source_change_while_paused_invalidates_the_plan(driver, runtime, sample_repo, paused_after):
     run_id = driver.start(sample_repo, crash=f"{paused_after}:after_commit")
-    assert runtime.wait_for_execution(f"{run_id}-start") == "FAILED"
+    assert driver.finished(f"{run_id}-start") == "FAILED"
     paused = driver.view(run_id)
     old_plan = paused["run"].get("plan_digest")
 
@@ -50,7 +36,7 @@ def test_source_change_while_paused_invalidates_the_plan(driver, runtime, sample
 
     driver.wait(run_id, execution=resumed.json()["execution"])
     assert driver.review(run_id).status == 200
-    assert runtime.wait_for_execution(resumed.json()["execution"]) == "SUCCEEDED"
+    assert driver.finished(resumed.json()["execution"]) == "SUCCEEDED"
     done = driver.view(run_id)
     assert done["run"]["status"] == "complete"
     assert done["run"]["plan_digest"] != old_plan
@@ -72,10 +58,10 @@ def test_approval_of_a_stale_plan_is_refused_and_the_run_replans(driver, runtime
     assert refused.status == 409
     assert "stale" in refused.json()["message"] and EDITED_FILE in refused.json()["message"]
 
-    again = _wait_for_new_review(driver, run_id, old_digest)
+    again = driver.wait_for_new_review(run_id, old_digest)
     assert driver.review(run_id, plan_digest=old_digest).status == 409  # a late approval of the old plan
     assert driver.review(run_id, plan_digest=again["review"]["plan_digest"]).status == 200
-    assert runtime.wait_for_execution(f"{run_id}-start") == "SUCCEEDED"
+    assert driver.finished(f"{run_id}-start") == "SUCCEEDED"
 
     done = driver.view(run_id)
     assert done["run"]["status"] == "complete"
@@ -93,10 +79,10 @@ def test_review_keeper_fails_a_review_whose_plan_went_stale(driver, runtime, sam
 
     counts = runtime.run_review_keeper()
     assert counts["stale_failed"] >= 1
-    again = _wait_for_new_review(driver, run_id, old_digest)
+    again = driver.wait_for_new_review(run_id, old_digest)
     assert again["run"]["replans"] == 1
     assert driver.review(run_id, plan_digest=again["review"]["plan_digest"]).status == 200
-    assert runtime.wait_for_execution(f"{run_id}-start") == "SUCCEEDED"
+    assert driver.finished(f"{run_id}-start") == "SUCCEEDED"
 
 
 def test_review_keeper_heartbeats_a_review_that_still_holds(driver, runtime, sample_repo):
