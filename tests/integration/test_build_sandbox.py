@@ -17,10 +17,15 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.credentials import Credentials
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from agentledger.adapters.codebuild import CodeBuildBuilds
 from agentledger.adapters.s3_artifacts import ArtifactStore
+from agentledger.agent import BedrockPlanner, BedrockSettings, PlanBrief, inspect_repository, snapshot_directory
+from agentledger.agent.bedrock import PLAN_TOOL
+from agentledger.agent.executor import render_test_files
+from agentledger.agent.planner import GenerationSettings
 from agentledger.models import BuildRequest, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
@@ -28,9 +33,10 @@ from agentledger.testrun.junit import summarize_junit
 from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_URL_VARIABLE
 from agentledger.workflow.builds import control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
+from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
 from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
 from infra.local.s3_endpoint import LocalS3Endpoint
-from tests.samples import write_maven_sample
+from tests.samples import MAVEN_CANDIDATES, write_maven_sample
 
 pytestmark = pytest.mark.integration
 
@@ -49,6 +55,7 @@ class Finished:
     status: BuildStatus
     contents: OutputContents | None
     log: str
+    archive: bytes | None
 
 
 class Sandbox:
@@ -72,28 +79,29 @@ class Sandbox:
         self.count = 0
         self.grants: dict[str, dict[str, Any]] = {}  # build id -> the output grant it was started with
 
-    def start(self, repo: Path) -> str:
+    def start(self, repo: Path, members: dict[str, bytes] | None = None, timeout_minutes: int = 5) -> str:
+        """A build of the repository as verify sends it, or of `members` (a whole input) if given."""
         self.count += 1
         config = load_config(repo)
         files = {p.relative_to(repo).as_posix(): "" for p in repo.rglob("*") if p.is_file()}
-        archive = package({**repository_files(repo, files, {}), **control_files(config)})
+        archive = package(members or {**repository_files(repo, files, {}), **control_files(config)})
         ref = self.artifacts.put(f"run-{self.count}", Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
         output_key = f"runs/run-{self.count}/verify/builds/output.tar.gz"  # read back by run()
         grant = self.artifacts.upload_grant(output_key, OUTPUT_ARCHIVE_LIMIT_BYTES, 600)
         build_id = self.builds.start(BuildRequest(
             test_run=f"run-{self.count}/digest#1", input_url=self.artifacts.download_url(ref.key, 600),
-            output_grant=grant, image=config.image, compute=config.compute, timeout_minutes=5))
+            output_grant=grant, image=config.image, compute=config.compute, timeout_minutes=timeout_minutes))
         self.grants[build_id] = grant
         return build_id
 
-    def run(self, repo: Path, timeout_s: float = 120) -> Finished:
-        build_id = self.start(repo)
+    def run(self, repo: Path, timeout_s: float = 120, members: dict[str, bytes] | None = None) -> Finished:
+        build_id = self.start(repo, members, timeout_minutes=max(5, int(timeout_s // 60) + 1))
         assert self.local.wait(build_id, timeout_s), "the build did not end"
         status = self.builds.status(build_id)
         assert status is not None
         uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
         [build] = [b for b in self.local.builds_for(f"run-{self.count}")]
-        return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail)
+        return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail, uploaded)
 
 
 @pytest.fixture
@@ -319,3 +327,44 @@ def test_a_build_whose_runner_fails_is_failed_not_succeeded(sandbox: Sandbox, tm
     finished = sandbox.run(_repository(tmp_path / "repo", "true"))
     assert finished.status == BuildStatus.FAILED
     assert "the build runner failed: BlockingIOError" in finished.log
+
+
+def test_the_bedrock_writers_junit_classes_are_kept_only_if_they_build_pass_five_times_and_add_coverage(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """Six classes a model might write for the Maven sample, one per way a candidate ends: the plan
+    the Bedrock writer makes of them, built and filtered in the sandbox as the execute stage does."""
+    repo = write_maven_sample(tmp_path / "repo")
+    client = boto3.client("bedrock-runtime", region_name=REGION, aws_access_key_id="offline",
+                          aws_secret_access_key="offline")
+    answer = {"modules": [{"path": "src/main/java/demo/Shapes.java", "rationale": f"{path.stem}: see its comment",
+                           "code": path.read_text()} for path in sorted(MAVEN_CANDIDATES.glob("*.java"))]}
+    snapshot = snapshot_directory(repo)
+    with Stubber(client) as stub:
+        stub.add_response("converse", {"output": {"message": {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "t-1", "name": PLAN_TOOL, "input": answer}}]}}, "stopReason": "tool_use",
+            "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}})
+        plan = BedrockPlanner(client, BedrockSettings(model_id="model", max_tokens=4096, temperature=0.0,
+                                                      max_reasks=0, prices={})).plan(
+            inspect_repository(snapshot), snapshot, PlanBrief(request="write tests"))
+    settings = GenerationSettings(seed=7, module_seconds=60, run_seconds=600, iterations=100, random_order=True)
+    members = generation_input(plan, settings, load_config(repo), repo, snapshot.files, render_test_files(plan))
+
+    finished = sandbox.run(repo, timeout_s=1200, members=members)
+    test_run = TestRun.model_construct(digest="sha256:inputs", status=finished.status, build_id="build-1")
+    result = believed_result(test_run, finished.archive, finished.contents, [item.test_path for item in plan.items])
+
+    assert result.funnel == {"generated": 6, "build": 5, "pass_alone": 4, "pass_with_suite": 3, "coverage": 2}, \
+        finished.contents.output[-3000:] if finished.contents else finished.log
+    dropped = {c.name: (c.dropped_by, c.detail) for c in result.candidates if not c.kept}
+    assert dropped["ShapesBrokenTest"][0] == "build" and "cannot find symbol" in dropped["ShapesBrokenTest"][1]
+    assert dropped["ShapesWrongTest"] == ("pass_alone", "failed in run 1 of 5")
+    assert dropped["ShapesFlakyTest"] == ("pass_with_suite", "failed in run 1 of 5")
+    assert dropped["ShapesRectangleTest"][0] == "coverage"
+    assert sorted(result.files) == ["src/test/java/demo/ShapesNegativeSideTest.java",
+                                    "src/test/java/demo/ShapesSignTest.java"]
+    kept = result.files["src/test/java/demo/ShapesSignTest.java"]
+    assert kept == (MAVEN_CANDIDATES / "ShapesSignTest.java").read_text()
+    # Shapes.java by JaCoCo: the suite alone reaches 4 of its 8 lines and 3 of its 8 branches.
+    change = result.coverage["src/main/java/demo/Shapes.java"]
+    assert change.before == ModuleCoverage(lines=8, lines_covered=4, branches=8, branches_covered=3)
+    assert change.after == ModuleCoverage(lines=8, lines_covered=8, branches=8, branches_covered=7)

@@ -9,6 +9,8 @@ SAMPLES_DIR = Path(__file__).resolve().parent
 TEXTKIT = SAMPLES_DIR / "textkit"
 # A Maven project whose suite runs offline on Debian's packaged Maven repository, with JaCoCo.
 SHAPES_MAVEN = SAMPLES_DIR / "shapes_maven"
+# JUnit classes a model might write for it, one per way a candidate can end (each says which).
+MAVEN_CANDIDATES = SAMPLES_DIR / "shapes_maven_candidates"
 EDITED_FILE = "textkit/slug.py"
 
 

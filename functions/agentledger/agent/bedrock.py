@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agentledger.agent import java
 from agentledger.agent.inventory import Inventory, module_import_path
 from agentledger.agent.planner import (
     GenerationLimits,
@@ -34,14 +35,25 @@ from agentledger.source import SourceSnapshot, is_safe_relative_path
 PLAN_TOOL = "submit_plan"
 MAX_SOURCE_CHARS = 60_000  # of module source put into one prompt
 MAX_CODE_CHARS = 60_000  # of one test module the model writes
-SYSTEM_PROMPT = (
-    "You write pytest unit tests for a Python repository: one test module per source module, for "
-    "the objects no existing test imports or calls. Import each module by its import name. Use plain "
-    "test functions, fixtures, pytest.mark.parametrize and pytest.raises as a careful engineer would. "
-    "Tests must be deterministic and must not touch the network, the clock or files outside tmp_path. "
-    "Only assert behaviour you can read in the source you are given; never invent modules or names. "
-    f"Answer only by calling the {PLAN_TOOL} tool."
-)
+SYSTEM_PROMPTS = {
+    "python": (
+        "You write pytest unit tests for a Python repository: one test module per source module, for "
+        "the objects no existing test imports or calls. Import each module by its import name. Use plain "
+        "test functions, fixtures, pytest.mark.parametrize and pytest.raises as a careful engineer would. "
+        "Tests must be deterministic and must not touch the network, the clock or files outside tmp_path. "
+        "Only assert behaviour you can read in the source you are given; never invent modules or names. "
+        f"Answer only by calling the {PLAN_TOOL} tool."
+    ),
+    "java": (
+        "You write JUnit 5 tests for a Maven project, for the public methods no existing test calls. Each "
+        "test class is in the package of the class it tests, named after what it tests and ending in Test, "
+        "and holds the tests of one behaviour: a class is kept or dropped whole. Use @Test, "
+        "@ParameterizedTest and assertThrows as a careful engineer would, and only org.junit.jupiter and the "
+        "JDK. Tests must be deterministic and must not touch the network, the clock or files. Only assert "
+        "behaviour you can read in the source you are given; never invent classes or methods. "
+        f"Answer only by calling the {PLAN_TOOL} tool, with each class's source path and code."
+    ),
+}
 
 
 class PlannerOutputError(Exception):
@@ -56,7 +68,7 @@ class PlannerOutputError(Exception):
 class _ProposedModule(BaseModel):
     path: str = Field(min_length=4, max_length=300)  # the source module: "pkg/mod.py"
     rationale: str = Field(min_length=1, max_length=1_000)
-    code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)  # a pytest module testing it
+    code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)  # a pytest module or a JUnit class testing it
 
 
 class _ProposedSkip(BaseModel):
@@ -93,11 +105,14 @@ class BedrockPlanner:
         self._limits = limits or GenerationLimits()
 
     def plan(self, inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> Plan:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": _prompt(inventory, snapshot, brief)}]}]
+        config = repository_config(snapshot)
+        language = "java" if config is not None and config.ecosystem == "maven" else "python"
+        prompt = _prompt(inventory, snapshot, brief, language)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": prompt}]}]
         calls: list[ModelCall] = []
         errors = ""
         for _ in range(self._settings.max_reasks + 1):
-            call, content = self._converse(messages)
+            call, content = self._converse(messages, language)
             calls.append(call)
             tool_use = next((block["toolUse"] for block in content if "toolUse" in block), None)
             if tool_use is None:
@@ -106,7 +121,7 @@ class BedrockPlanner:
                              {"role": "user", "content": [{"text": f"{errors}. Call {PLAN_TOOL} with the plan."}]}]
                 continue
             try:
-                return self._plan_from(tool_use["input"], snapshot, brief, calls)
+                return self._plan_from(tool_use["input"], snapshot, brief, calls, language)
             except (ValidationError, ValueError) as invalid:
                 errors = str(invalid)
                 messages += [{"role": "assistant", "content": content},
@@ -117,10 +132,10 @@ class BedrockPlanner:
         why = f"the model's plan did not validate after {len(calls)} call(s): {errors}"
         raise PlannerOutputError(why[:2_000], calls)
 
-    def _converse(self, messages: list[dict[str, Any]]) -> tuple[ModelCall, list[dict[str, Any]]]:
+    def _converse(self, messages: list[dict[str, Any]], language: str) -> tuple[ModelCall, list[dict[str, Any]]]:
         request = {
             "modelId": self._settings.model_id,
-            "system": [{"text": SYSTEM_PROMPT}],
+            "system": [{"text": SYSTEM_PROMPTS[language]}],
             "messages": messages,
             "inferenceConfig": {"maxTokens": self._settings.max_tokens, "temperature": self._settings.temperature},
             "toolConfig": {"tools": [{"toolSpec": {"name": PLAN_TOOL, "description": "Submit the test plan.",
@@ -143,15 +158,18 @@ class BedrockPlanner:
         return call, response["output"]["message"]["content"]
 
     def _plan_from(self, proposed_input: Any, snapshot: SourceSnapshot, brief: PlanBrief,
-                   calls: list[ModelCall]) -> Plan:
+                   calls: list[ModelCall], language: str) -> Plan:
         proposed = _ProposedPlan.model_validate(proposed_input)
         unknown = sorted(path for path in proposed.files_read
                          if not is_safe_relative_path(path) or path not in snapshot.files)
         if unknown:
             raise ValueError(f"files_read names files the repository does not have: {', '.join(unknown)}")
         paths = TestPaths(snapshot)
-        items = [PlanItem(target=f"{module.path}::", test_path=paths.of(module.path), rationale=module.rationale,
-                          code=_test_module(module)) for module in proposed.modules]
+        if language == "java":
+            items = _junit_items(proposed.modules, snapshot)
+        else:
+            items = [PlanItem(target=f"{module.path}::", test_path=paths.of(module.path), rationale=module.rationale,
+                              code=_test_module(module)) for module in proposed.modules]
         missing = sorted({item.module_path for item in items} - set(snapshot.files))
         if missing:
             raise ValueError(f"modules the repository does not have: {', '.join(missing)}")
@@ -163,7 +181,7 @@ class BedrockPlanner:
                     skipped=sorted((SkippedTarget(target=s.target, reason=s.reason) for s in proposed.skipped),
                                    key=lambda skip: skip.target),
                     files_read={**{path: sha256_bytes((snapshot.root / path).read_bytes()) for path in read},
-                                **(paths.read if items else {})},
+                                **(paths.read if items and language == "python" else {})},
                     model_calls=calls)
 
 
@@ -182,11 +200,28 @@ def _test_module(module: _ProposedModule) -> str:
     return module.code if module.code.endswith("\n") else module.code + "\n"
 
 
-def _prompt(inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) -> str:
-    untested = {target.partition("::")[0] for target in inventory.untested}
+def _junit_items(modules: list[_ProposedModule], snapshot: SourceSnapshot) -> list[PlanItem]:
+    """The model's JUnit classes, each where Maven's layout puts it; none may replace a file the
+    repository has, nor another of them. Checked by name and layout, never compiled here."""
+    items: list[PlanItem] = []
+    for module in modules:
+        if not java.is_main_source(module.path):
+            raise ValueError(f"{module.path} is not a Java class under {java.MAIN_SOURCES}")
+        test_path = java.junit_test_path(module.path, module.code)
+        if test_path in snapshot.files or any(item.test_path == test_path for item in items):
+            raise ValueError(f"{test_path} exists already: name the test class for what it tests")
+        code = module.code if module.code.endswith("\n") else module.code + "\n"
+        items.append(PlanItem(target=f"{module.path}::", test_path=test_path, rationale=module.rationale, code=code))
+    return items
+
+
+def _prompt(inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief, language: str) -> str:
+    in_language = [target for target in inventory.untested
+                   if java.is_main_source(target.partition("::")[0]) == (language == "java")]
+    untested = {target.partition("::")[0] for target in in_language}
     sections = [f"Request: {brief.request}", "",
                 "Objects no existing test imports or calls (path::qualified.name):",
-                *([f"- {target}" for target in inventory.untested] or ["- none"])]
+                *([f"- {target}" for target in in_language] or ["- none"])]
     if brief.reviewer_comment:
         sections += ["", f"A reviewer sent back plan {brief.rejected_plan_digest} with this comment; address it:",
                      brief.reviewer_comment]
@@ -197,6 +232,6 @@ def _prompt(inventory: Inventory, snapshot: SourceSnapshot, brief: PlanBrief) ->
             sections += ["", f"(source of {path} and later modules left out: prompt size limit)"]
             break
         budget -= len(text)
-        sections += ["", f"Source of {path}:", "```python", text, "```"]
+        sections += ["", f"Source of {path}:", f"```{language}", text, "```"]
     sections += ["", f"Give each test module with the path of the source module it tests. Call {PLAN_TOOL}."]
     return "\n".join(sections)

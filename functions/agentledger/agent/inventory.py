@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
+from agentledger.agent import java
 from agentledger.caches import ContentCache
 from agentledger.fingerprints import sha256_bytes
 from agentledger.source import SourceSnapshot
@@ -77,6 +78,12 @@ TOOLING_DIRECTORIES = frozenset({"docs", "doc", "examples", "benchmarks", "scrip
 def is_project_tooling(path: str) -> bool:
     *directories, name = path.split("/")
     return name in TOOLING_FILES or bool(directories and directories[0] in TOOLING_DIRECTORIES)
+
+
+def importable_name(path: str) -> str | None:
+    """How a test names the module at `path`: a Python module's import name, a Java class's
+    qualified name."""
+    return module_import_path(path) or java.class_name(path)
 
 
 def module_import_path(path: str) -> str | None:
@@ -179,10 +186,29 @@ def inspect_repository(snapshot: SourceSnapshot) -> Inventory:
                        tested=kind != "module" and module_name is not None and is_used(module_name, name, used))
             for name, kind, line, examples in analysis.objects
         ]))
+    modules += java_modules(snapshot, files)
     untested = [f"{module.path}::{obj.name}" for module in modules for obj in module.objects
                 if obj.kind != "module" and not obj.tested]
     return Inventory(revision=snapshot.revision, files=files, modules=modules, untested=untested,
                      unparseable=unparseable)
+
+
+def java_modules(snapshot: SourceSnapshot, files: dict[str, str]) -> list[ModuleInfo]:
+    """A Maven project's public classes and methods, tested when a test source names them (read by
+    name, never compiled: see agent/java.py). Adds the files read to `files`."""
+    tests = []
+    for path in sorted(path for path in snapshot.files if java.is_test_source(path)):
+        tests.append((snapshot.root / path).read_text(encoding="utf-8", errors="replace"))
+        files[path] = snapshot.files[path]
+    test_text = "\n".join(tests)
+    modules = []
+    for path in sorted(path for path in snapshot.files if java.is_main_source(path)):
+        source = (snapshot.root / path).read_text(encoding="utf-8", errors="replace")
+        files[path] = snapshot.files[path]
+        modules.append(ModuleInfo(path=path, objects=[
+            ObjectInfo(name=name, kind=kind, line=line, examples=0, tested=java.is_named_in(name, test_text))
+            for name, kind, line in java.public_methods(source)]))
+    return modules
 
 
 def used_names(tree: ast.Module) -> set[str]:

@@ -13,12 +13,14 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentledger.agent import java
 from agentledger.agent.conventions import generated_test_path, pytest_setting, test_directory
 from agentledger.agent.inventory import (
     MODULE_OBJECT,
     Inventory,
     docstring_examples,
     documented_objects,
+    importable_name,
     module_import_path,
     parse_module,
 )
@@ -130,10 +132,14 @@ class Plan(BaseModel):
         for item in self.items:
             qualname_ok = (item.qualname == MODULE_OBJECT
                            or all(part.isidentifier() for part in item.qualname.split(".")))
-            if module_import_path(item.module_path) is None or "::" not in item.target or not qualname_ok:
-                raise ValueError(f"target {item.target!r} is not 'importable/module.py::qualified.name'")
-            if not is_safe_relative_path(item.test_path) or not item.test_path.endswith(".py"):
-                raise ValueError(f"test path {item.test_path!r} is not a relative .py path")
+            if importable_name(item.module_path) is None or "::" not in item.target or not qualname_ok:
+                raise ValueError(f"target {item.target!r} is not 'importable/module.py::qualified.name' "
+                                 "or 'src/main/java/pkg/Class.java::'")
+            in_java = java.class_name(item.module_path) is not None
+            if not is_safe_relative_path(item.test_path) or not (
+                    java.is_test_source(item.test_path) if in_java else item.test_path.endswith(".py")):
+                raise ValueError(f"test path {item.test_path!r} is not a relative .py path (or, for a Java "
+                                 f"class, a .java path under {java.TEST_SOURCES})")
             key = (item.test_path, item.test_name)
             if key in seen:
                 raise ValueError(f"two targets would be tested by {item.test_name} in {item.test_path}")

@@ -92,6 +92,7 @@ class Request:
     random_order: bool
     targets: list[Target]
     candidate_files: list[str]  # files the request put into the repository (not Pynguin's)
+    language: str = "python"  # python: pytest modules; java: JUnit classes of a Maven project
 
 
 def load_request(path: Path) -> Request:
@@ -745,11 +746,21 @@ def run(workspace: driver.Workspace, venv: Path | None) -> driver.Outcome:
     request = load_request(workspace.root / GENERATION_REQUEST_FILE)
     tools = Tools(tools_root())
     started = time.monotonic()
-    result = Generation(workspace, venv, tools, request).run()
+    result = generation_for(request)(workspace, venv, tools, request).run()
     (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     funnel = result["funnel"]
     driver.say("generation: " + ", ".join(f"{name} {count}" for name, count in funnel.items()))
     return driver.Outcome(exit_code=0, duration_s=driver.seconds_since(started), timed_out=False)
+
+
+def generation_for(request: Request) -> type[Generation]:
+    if request.language != "java":
+        return Generation
+    if __package__:
+        from agentledger.testrun.generation_java import JavaGeneration
+    else:  # inside the build, next to this file
+        from generation_java import JavaGeneration  # type: ignore[import-not-found, no-redef]
+    return JavaGeneration
 
 
 # --- the tools -----------------------------------------------------------------------------------
@@ -764,6 +775,9 @@ def tools_root() -> Path:
 def install_tools(workspace: driver.Workspace) -> int:
     """Pynguin in a virtualenv of its own (it pins its own pytest) and coverage.py in a directory the
     project's interpreter appends to its path; wheels only, so no package's own code runs here."""
+    if load_request(workspace.root / GENERATION_REQUEST_FILE).language == "java":
+        driver.say("no tools to install: Surefire and JaCoCo come with the project's own build")
+        return 0
     root = tools_root()
     if (root / driver.TOOLS_MARKER).exists():
         driver.say(f"tools cached ({root.name})")

@@ -14,6 +14,7 @@ CONFIG_FILE = f"{CONTROL_DIR}/config.json"
 # driver imports, the request it reads, and the directory put on the project's PYTHONPATH (a
 # pytest plugin, the coverage probe, a sitecustomize that appends the tools' paths).
 GENERATION_FILE = f"{CONTROL_DIR}/generation.py"
+JAVA_GENERATION_FILE = f"{CONTROL_DIR}/generation_java.py"  # its filters for a Maven project's JUnit classes
 GENERATION_REQUEST_FILE = f"{CONTROL_DIR}/generation.json"
 BUILD_SITE_DIR = f"{CONTROL_DIR}/site"
 RESULTS_DIR = f"{CONTROL_DIR}/results"  # what the driver writes and uploads

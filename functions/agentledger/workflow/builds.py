@@ -32,6 +32,7 @@ TESTRUN_DIR = Path(__file__).resolve().parent.parent / "testrun"
 DRIVER_FILES: dict[str, Path] = {
     layout.DRIVER_FILE: TESTRUN_DIR / "driver.py",
     layout.GENERATION_FILE: TESTRUN_DIR / "generation.py",
+    layout.JAVA_GENERATION_FILE: TESTRUN_DIR / "generation_java.py",
     **{f"{layout.BUILD_SITE_DIR}/{path.name}": path for path in sorted((TESTRUN_DIR / "build_site").glob("*.py"))},
 }
 INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step

@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import metric_names
-from ..agent import Plan, PlanItem
-from ..agent.inventory import module_import_path
+from ..agent import Plan, PlanItem, java
+from ..agent.inventory import importable_name
 from ..agent.planner import GenerationLimits, GenerationSettings, run_seed
 from ..errors import GenerationFailedError
 from ..fingerprints import digest
@@ -157,7 +157,7 @@ def value_markdown(report: GenerationReport) -> list[str]:
     return lines
 
 
-class _BuildResult(GenerationReport):
+class BuildResult(GenerationReport):
     """What the build uploads: the report and the test files holding the kept tests."""
 
     files: dict[str, str] = Field(default_factory=dict, max_length=200)
@@ -182,9 +182,14 @@ def targets_of(plan: Plan) -> list[dict[str, Any]]:
     by_module: dict[str, list[PlanItem]] = defaultdict(list)
     for item in plan.items:
         by_module[item.module_path].append(item)
-    return [{"module": module_import_path(path), "path": path, "test_path": items[0].test_path,
+    return [{"module": importable_name(path), "path": path, "test_path": items[0].test_path,
              "names": [item.qualname for item in items if item.qualname]}
             for path, items in sorted(by_module.items())]
+
+
+def language_of(plan: Plan) -> str:
+    """What the build's filters run: pytest, or Maven for a plan of JUnit classes."""
+    return "java" if any(java.is_test_source(item.test_path) for item in plan.items) else "python"
 
 
 def settings_of(plan: Plan, run: Run, config: TestRunConfig, limits: GenerationLimits) -> GenerationSettings:
@@ -194,6 +199,16 @@ def settings_of(plan: Plan, run: Run, config: TestRunConfig, limits: GenerationL
     return GenerationSettings(seed=run_seed(run.run_id), module_seconds=limits.module_seconds,
                               run_seconds=limits.run_seconds, iterations=limits.iterations,
                               random_order=config.random_order)
+
+
+def generation_input(plan: Plan, settings: GenerationSettings, config: TestRunConfig, root: Path,
+                     source_files: dict[str, str], written: dict[str, str]) -> dict[str, bytes]:
+    """The generation build's input: the repository with the writer's candidates, agentledger's
+    driver and configuration, and the request its filters read."""
+    request = {**settings.model_dump(mode="json"), "writer": plan.writer, "targets": targets_of(plan),
+               "candidate_files": sorted(written), "language": language_of(plan)}
+    return {**repository_files(root, source_files, written), **control_files(config),
+            layout.GENERATION_REQUEST_FILE: json.dumps(request, indent=1).encode()}
 
 
 class TestWriting:
@@ -215,11 +230,7 @@ class TestWriting:
         planned = sorted({item.test_path for item in plan.items})
 
         def files() -> dict[str, bytes]:
-            written: dict[str, str] = candidates()
-            request = {**settings.model_dump(mode="json"), "writer": plan.writer, "targets": targets_of(plan),
-                       "candidate_files": sorted(written)}
-            return {**repository_files(root, source_files, written), **control_files(config),
-                    layout.GENERATION_REQUEST_FILE: json.dumps(request, indent=1).encode()}
+            return generation_input(plan, settings, config, root, source_files, candidates())
 
         inputs = BuildInputs(
             stage=Stage.EXECUTE, label="generation", input_name="generation-input.tar.gz",
@@ -239,7 +250,7 @@ class TestWriting:
         refs = [test_run.input,
                 self.artifacts.put_text(run_id, Stage.EXECUTE, "generation-output.txt", output)]
         try:
-            result = self._believed(test_run, archive, contents, planned)
+            result = believed_result(test_run, archive, contents, planned)
         except GenerationFailedError as failure:
             test_run = test_run.model_copy(update={"report": {"outcome": "failed", "reason": str(failure)}})
             return WritingProgress(run, finished=True, test_run=test_run, artifacts=refs, failure=failure)
@@ -252,28 +263,6 @@ class TestWriting:
         self._count(report)
         return WritingProgress(run, finished=True, test_run=test_run, files=files, report=report, artifacts=refs)
 
-    def _believed(self, test_run: TestRun, archive: bytes | None, contents: Any, planned: list[str]) -> _BuildResult:
-        status = test_run.status.value.lower().replace("_", " ")
-        if test_run.status != BuildStatus.SUCCEEDED:
-            raise GenerationFailedError(f"the generation build {status}; see generation-output.txt")
-        if contents is None or contents.result is None:
-            why = "uploaded no results" if contents is None else contents.problem or "its results could not be read"
-            raise GenerationFailedError(f"the generation build {why}; see generation-output.txt")
-        install = contents.result.install
-        if install.timed_out or install.exit_code != 0:
-            raise GenerationFailedError(f"installing the repository's dependencies exited {install.exit_code}"
-                                        f"{' (timed out)' if install.timed_out else ''}; see generation-output.txt")
-        raw = _member(archive or b"", layout.GENERATION_RESULT_FILE)
-        if raw is None:
-            raise GenerationFailedError(f"the generation build wrote no {layout.GENERATION_RESULT_FILE}; "
-                                        "see generation-output.txt")
-        try:
-            result = _BuildResult.model_validate_json(raw)
-        except ValidationError as error:
-            raise GenerationFailedError(f"{layout.GENERATION_RESULT_FILE} is not valid: {error.errors()[:3]}") from None
-        _check_files(result, planned)
-        return result
-
     def _count(self, report: GenerationReport) -> None:
         self.metrics.count(metric_names.CANDIDATES_GENERATED, report.funnel.get("generated", 0))
         for name, metric in metric_names.CANDIDATES_PAST_FILTER.items():
@@ -282,9 +271,33 @@ class TestWriting:
         self.metrics.count(metric_names.COVERAGE_GAINED, report.coverage_gained())
 
 
-def _check_files(result: _BuildResult, planned: list[str]) -> None:
+def believed_result(test_run: TestRun, archive: bytes | None, contents: Any, planned: list[str]) -> BuildResult:
+    """What the generation build uploaded, if it is to be believed; GenerationFailedError says why not."""
+    status = test_run.status.value.lower().replace("_", " ")
+    if test_run.status != BuildStatus.SUCCEEDED:
+        raise GenerationFailedError(f"the generation build {status}; see generation-output.txt")
+    if contents is None or contents.result is None:
+        why = "uploaded no results" if contents is None else contents.problem or "its results could not be read"
+        raise GenerationFailedError(f"the generation build {why}; see generation-output.txt")
+    install = contents.result.install
+    if install.timed_out or install.exit_code != 0:
+        raise GenerationFailedError(f"installing the repository's dependencies exited {install.exit_code}"
+                                    f"{' (timed out)' if install.timed_out else ''}; see generation-output.txt")
+    raw = _member(archive or b"", layout.GENERATION_RESULT_FILE)
+    if raw is None:
+        raise GenerationFailedError(f"the generation build wrote no {layout.GENERATION_RESULT_FILE}; "
+                                    "see generation-output.txt")
+    try:
+        result = BuildResult.model_validate_json(raw)
+    except ValidationError as error:
+        raise GenerationFailedError(f"{layout.GENERATION_RESULT_FILE} is not valid: {error.errors()[:3]}") from None
+    _check_files(result, planned)
+    return result
+
+
+def _check_files(result: BuildResult, planned: list[str]) -> None:
     """The kept tests' files: only where the plan put tests, each Python that parses (parsed, never
-    run), and each kept candidate in one of them."""
+    run) unless it is a JUnit class, and each kept candidate in one of them."""
     unplanned = sorted(set(result.files) - set(planned))
     if unplanned:
         raise GenerationFailedError(f"the build returned files the plan did not name: {', '.join(unplanned[:5])}")
@@ -292,6 +305,8 @@ def _check_files(result: _BuildResult, planned: list[str]) -> None:
             len(text) > MAX_TEST_FILE_CHARS for text in result.files.values()):
         raise GenerationFailedError("the kept tests' files are larger than a review can hold")
     for path, text in result.files.items():
+        if java.is_test_source(path):
+            continue  # a JUnit class: compiled in the build, only ever shown here
         try:
             ast.parse(text, filename=path)
         except (SyntaxError, ValueError) as error:
