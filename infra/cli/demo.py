@@ -39,7 +39,7 @@ def _step(text: str) -> None:
 
 def _follow(client: ApiClient, run_id: str) -> dict[str, Any]:
     document = follow_run(client, run_id, timeout_s=FOLLOW_TIMEOUT_S, show_progress=True)
-    print(render.outcome(document), flush=True)
+    print(render.outcome(render.printable_document(document)), flush=True)
     return document
 
 
@@ -49,7 +49,7 @@ def _wait_for_new_review(client: ApiClient, run_id: str, old_digest: str) -> dic
         document = follow_run(client, run_id, timeout_s=FOLLOW_TIMEOUT_S, show_progress=True)
         review = document.get("review") or {}
         if document["run"]["status"] != "awaiting_review" or review.get("plan_digest") != old_digest:
-            print(render.outcome(document), flush=True)
+            print(render.outcome(render.printable_document(document)), flush=True)
             return document
         time.sleep(0.2)
     raise TimeoutError(f"{run_id} did not come back for review with a new plan")
@@ -59,7 +59,7 @@ def _approve(client: ApiClient, document: dict[str, Any]) -> dict[str, Any]:
     run_id = document["run"]["run_id"]
     response = client.post(f"/runs/{run_id}/review",
                            {"decision": "approve", "plan_digest": document["review"]["plan_digest"]})
-    print(render.review_result(response), flush=True)
+    print(render.review_result(render.printable_document(response)), flush=True)
     return response
 
 
@@ -84,18 +84,19 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
                               headers={"Idempotency-Key": str(uuid.uuid4()), CRASH_HEADER: INTERRUPTION})
         run_id = created["run_id"]
         runtime.crashes.arm(run_id, LOST_PULL_REQUEST_RESPONSE)
-        print(render.created(created), flush=True)
+        print(render.created(render.printable_document(created)), flush=True)
         _follow(client, run_id)
 
         _step("2. resume: what is complete, what evidence still holds, what is safe next")
-        print(render.assessment(client.post(f"/runs/{run_id}/resume", {})), flush=True)
+        assessment = client.post(f"/runs/{run_id}/resume", {})
+        print(render.assessment(render.printable_document(assessment)), flush=True)
         waiting = _follow(client, run_id)
 
         _step("3. the requester tries to approve its own run")
         try:
             _approve(client, waiting)
         except ApiError as refused:
-            print(f"refused with HTTP {refused.status}: {refused.message}", flush=True)
+            print(render.printable(f"refused with HTTP {refused.status}: {refused.message}"), flush=True)
 
         _step("4. a colleague edits textkit/slug.py while the run awaits review; the reviewer approves the old plan")
         edited = repository / EDITED_FILE
@@ -103,7 +104,7 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
         try:
             _approve(reviewer, waiting)
         except ApiError as refused:
-            print(f"refused with HTTP {refused.status}: {refused.message}", flush=True)
+            print(render.printable(f"refused with HTTP {refused.status}: {refused.message}"), flush=True)
         replanned = _wait_for_new_review(client, run_id, waiting["review"]["plan_digest"])
 
         _step(f"5. the reviewer approves the new plan; GitHub will lose its answer to the pull request once "
@@ -112,7 +113,7 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
         final = _follow(client, run_id)
 
         _step("6. the run's timeline")
-        print(render.run_timeline(final), flush=True)
+        print(render.run_timeline(render.printable_document(final)), flush=True)
         metrics = summarize(emitted_metrics(runtime))
         _step("7. metrics the handlers emitted")
         print(render_metrics(metrics), flush=True)

@@ -61,14 +61,15 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
             if seen.get(name) != mark:
                 seen[name] = mark
                 if show_progress:
-                    print(f"{CLEAR_LINE if live else ''}{render.stage_progress_line(document['stages'][name])}",
-                          flush=True)
+                    line = render.stage_progress_line(render.printable_document(document["stages"][name]))
+                    print(f"{CLEAR_LINE if live else ''}{line}", flush=True)
         status = document["run"]["status"]
         if status in SETTLED and not _decided_but_not_yet_moved_on(document):
             if live:
                 print(CLEAR_LINE, end="", flush=True)
             return document
-        elapsed = render.elapsed_line(document["stages"], datetime.now(UTC)) if live else None
+        stages = render.printable_document(document["stages"])
+        elapsed = render.elapsed_line(stages, datetime.now(UTC)) if live else None
         if elapsed:
             print(f"{CLEAR_LINE}{elapsed}", end="", flush=True)
         if time.monotonic() >= deadline:

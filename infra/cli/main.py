@@ -54,7 +54,7 @@ def _client(args: argparse.Namespace) -> ApiClient:
 
 
 def _emit(args: argparse.Namespace, document: Any, human: Callable[[Any], str]) -> None:
-    print(json.dumps(document, indent=2) if args.json else human(document), flush=True)
+    print(json.dumps(document, indent=2) if args.json else human(render.printable_document(document)), flush=True)
 
 
 def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
@@ -198,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _emit(args, response, render.created)
         return 0
     if not args.json:
-        print(render.created(response), flush=True)
+        print(render.created(render.printable_document(response)), flush=True)
     return _follow_and_report(args, client, response["run_id"])
 
 
@@ -250,15 +250,22 @@ def cmd_artifact(args: argparse.Namespace) -> int:
         Path(args.output).write_bytes(data)
         print(f"wrote {len(data)} bytes to {args.output}", file=sys.stderr, flush=True)
     else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        _write_artifact(data)
     return 0
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    sys.stdout.buffer.write(_artifact_bytes(_client(args), args.run_id, "changes.diff"))
-    sys.stdout.flush()
+    _write_artifact(_artifact_bytes(_client(args), args.run_id, "changes.diff"))
     return 0
+
+
+def _write_artifact(data: bytes) -> None:
+    """As stored into a pipe or a file (a patch must apply); on a terminal, without its controls."""
+    if sys.stdout.isatty():
+        print(render.printable(data.decode(errors="replace")), end="", flush=True)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
 
 
 def _artifact_bytes(client: ApiClient, run_id: str, name: str, document: dict[str, Any] | None = None) -> bytes:
@@ -323,7 +330,7 @@ def _ask_for_decision(args: argparse.Namespace, client: ApiClient,
     if document["run"]["status"] != RunStatus.AWAITING_REVIEW:
         raise CliError(f"{args.run_id} is not waiting for review (status {document['run']['status']})")
     diff = _artifact_bytes(client, args.run_id, "changes.diff").decode(errors="replace")
-    print(render.review_brief(document, diff), flush=True)
+    print(render.review_brief(render.printable_document(document), render.printable(diff)), flush=True)
     if not sys.stdin.isatty():
         raise CliError("no terminal to ask on: decide with --approve or --request-changes [--comment TEXT]")
     while True:
@@ -346,7 +353,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _emit(args, response, render.assessment)
         return 0
     if not args.json:
-        print(render.assessment(response), flush=True)
+        print(render.assessment(render.printable_document(response)), flush=True)
     return _follow_and_report(args, client, args.run_id, already_seen=before)
 
 
@@ -498,15 +505,15 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CLOSED_PIPE
     except CliError as error:
-        print(f"agentledger: {error}", file=sys.stderr)
+        print(render.printable(f"agentledger: {error}"), file=sys.stderr)
         return error.exit_code
     except (ApiError, ApiUnreachable) as error:
-        print(f"agentledger: {error}", file=sys.stderr)
+        print(render.printable(f"agentledger: {error}"), file=sys.stderr)
     except KeyboardInterrupt:
         print("agentledger: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 — users get one line, never a traceback
-        print(f"agentledger: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        print(render.printable(f"agentledger: unexpected {type(error).__name__}: {error}"), file=sys.stderr)
     return EXIT_USER_ERROR
 
 

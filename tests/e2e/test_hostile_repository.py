@@ -328,8 +328,13 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert "POISONED" not in later_output
 
 
+# A request that, printed raw, would set the reviewer's terminal title, move the cursor up two lines
+# and write over them (a C1 CSI too).
+HOSTILE_REQUEST = "write tests\x1b]0;owned\x07\x1b[2A\rApproved by security\x9b2J"
+
+
 def test_a_plain_repository_installs_a_dependency_from_the_package_index_and_passes(
-        cli: Cli, tmp_path: Path) -> None:
+        cli: Cli, api_url: str, tmp_path: Path) -> None:
     root = tmp_path / "texts"
     root.mkdir()
     # A requirement line of its own, so the install is not a cache hit: pip reaches the index.
@@ -350,11 +355,15 @@ def shout(text):
 def whisper(text):
     return text.lower()
 ''')
-    finished = cli("run", str(root), "--wait").json()
+    finished = cli("run", str(root), "--wait", "--request", HOSTILE_REQUEST).json()
     run_id = finished["run"]["run_id"]
     output = cli("artifact", run_id, "test-output.txt").stdout
     assert finished["run"]["status"] == "awaiting_review", output
     assert finished["summary"]["tests"]["outcome"] == "passed", output
+    assert finished["run"]["request"] == HOSTILE_REQUEST  # kept as it was asked: only printing escapes it
+    shown = run_cli("show", run_id, "--api", api_url).stdout  # what a reviewer reads on a terminal
+    assert "write tests\\x1b]0;owned\\x07\\x1b[2A\\x0dApproved by security\\x9b2J" in shown
+    assert not [c for c in shown if c not in "\n\t" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)]
     # The first build, the execute stage's, installed it; verify's found it in the cache.
     installed = cli("artifact", run_id, "generation-output.txt").stdout
     assert "install -r requirements.txt" in installed and "six" in installed

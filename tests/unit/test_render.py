@@ -301,3 +301,46 @@ def test_a_resume_after_thousands_of_changes_names_the_first_and_counts_the_rest
     line = line_with(render.assessment(resumed), "Changed files:")
     assert line.startswith("Changed files: added: data/file_00000.txt, ")
     assert line.endswith("data/file_00049.txt and 19,950 more")
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2A\r\x9b2J"  # title, cursor up, carriage return, a C1 CSI
+
+
+class _HostileApi:
+    """The API's answers with what a repository, its suite and a model control made hostile."""
+
+    def __init__(self) -> None:
+        document = load("run_awaiting_review.json")
+        document["summary"] = {
+            "request": f"write tests{ESCAPES}",
+            "plan": {"planner": "bedrock:model", "targets": 1, "skipped": 0,
+                     "first": [{"target": "calc.py::", "test_path": "tests/test_calc.py",
+                                "rationale": f"no test calls it{ESCAPES}"}]},
+            "files_changed": [], "tests": {"written": 1, "outcome": "failed"}}
+        counts = {"tests": 1, "passed": 0, "failed": 1, "errors": 0, "skipped": 0,
+                  "failing": [f"tests.test_calc.test_x{ESCAPES}"], "files": [], "unreadable": []}
+        document["test_runs"] = {"t": {"digest": "b" * 64, "build_id": "p:2", "status": "SUCCEEDED", "stage": "verify",
+                                       "created_at": "2026-12-02T10:00:00+00:00",
+                                       "report": {"outcome": "failed", "reason": f"exited 1{ESCAPES}",
+                                                  "counts": counts}}}
+        document["artifacts"].append({**document["artifacts"][0], "name": "changes.diff", "committed": True})
+        self.document = document
+
+    def get(self, path: str) -> dict[str, Any]:
+        return self.document
+
+
+@pytest.mark.parametrize("command", ["show", "review"])
+def test_no_control_character_from_the_api_reaches_the_terminal(monkeypatch, capsys, command) -> None:
+    from infra.cli import main as cli
+
+    monkeypatch.setattr(cli, "_client", lambda args: _HostileApi())
+    monkeypatch.setattr(cli, "fetch", lambda url: f"+def test_x():{ESCAPES}\n".encode())  # the generated source
+    cli.main([command, "run-1"])  # review prints the brief, then finds no terminal to ask on
+    printed = capsys.readouterr()
+    text = printed.out + printed.err
+    assert not [c for c in text if c not in "\n\t" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)]
+    assert "write tests\\x1b]0;owned\\x07\\x1b[2A\\x0d\\x9b2J" in text
+    assert "tests.test_calc.test_x\\x1b]0;owned" in text
+    if command == "review":
+        assert "no test calls it\\x1b]0;" in text and "+def test_x():\\x1b]0;" in text
