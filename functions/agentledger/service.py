@@ -289,8 +289,9 @@ class RunService:
 
     # -- read ------------------------------------------------------------------------------
     def list_runs(self, status: RunStatus | None, limit: int, cursor: str | None) -> dict[str, Any]:
-        runs, next_cursor = self.ledger.list_runs(status, limit, self.cursors.open(cursor))
-        return RunPage(runs=runs, next_cursor=self.cursors.seal(next_cursor)).model_dump(mode="json")
+        query = f"status={status.value if status else ''}"
+        runs, next_cursor = self.ledger.list_runs(status, limit, self.cursors.open(cursor, query))
+        return RunPage(runs=runs, next_cursor=self.cursors.seal(next_cursor, query)).model_dump(mode="json")
 
     def view(self, run_id: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)

@@ -69,7 +69,7 @@ def test_a_forged_cursor_is_refused_and_an_issued_one_pages_on(runtime, tmp_path
     forged = encode_cursor({"pk": "run#run-00000000000000000000", "sk": "run", "entity": "run",
                             "created_key": "9999"})
     refused = runtime.call_api("GET", "/runs", query={"cursor": forged}, caller=REQUESTER)
-    assert refused.status == 400 and "cursor is not one this API returned" in refused.json()["message"]
+    assert refused.status == 400 and "cursor is not one this API returned for this query" in refused.json()["message"]
 
     for number in range(3):
         (tmp_path / f"r{number}").mkdir()
@@ -82,3 +82,7 @@ def test_a_forged_cursor_is_refused_and_an_issued_one_pages_on(runtime, tmp_path
     second = runtime.call_api("GET", "/runs", query={"limit": "1", "cursor": first["next_cursor"]},
                               caller=REQUESTER).json()
     assert second["runs"] and second["runs"][0]["run_id"] != first["runs"][0]["run_id"]
+    # Issued for the unfiltered list: replayed on another index, a 400, never a 500.
+    replayed = runtime.call_api("GET", "/runs", query={"limit": "1", "cursor": first["next_cursor"],
+                                                       "status": "complete"}, caller=REQUESTER)
+    assert replayed.status == 400 and "for this query" in replayed.json()["message"], replayed.body
