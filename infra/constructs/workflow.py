@@ -18,7 +18,9 @@ REVIEW_KEEPER_INTERVAL = Duration.minutes(5)
 
 
 class Workflow(Construct):
-    """One STANDARD execution per run attempt; every state's input and output is logged."""
+    """One STANDARD execution per run attempt; every event is logged, without the states' input and
+    output: the review task's parameters carry its task token (sendTaskSuccess with it is a
+    decision), and the ledger holds the data a reader needs, behind the API's authorization."""
 
     def __init__(self, scope: Construct, construct_id: str, *, functions: Functions) -> None:
         super().__init__(scope, construct_id)
@@ -36,7 +38,7 @@ class Workflow(Construct):
             logs=sfn.LogOptions(
                 destination=execution_logs,
                 level=sfn.LogLevel.ALL,
-                include_execution_data=True,
+                include_execution_data=False,
             ),
             tracing_enabled=True,
         )

@@ -25,7 +25,9 @@ TASK_FUNCTIONS = [
 DEFINITION_FILE = PROJECT_ROOT / "statemachines" / "run.asl.json"
 
 
-def test_state_machine_is_standard_logged_and_traced(template: Template, logical_id) -> None:
+def test_state_machine_is_standard_logged_and_traced_without_execution_data(template: Template, logical_id) -> None:
+    """Every event is logged, but not the states' input and output: the review task's parameters
+    carry its task token, which would let any reader of the log group decide the review."""
     template.resource_count_is("AWS::StepFunctions::StateMachine", 1)
     log_group = logical_id("AWS::Logs::LogGroup", "ExecutionLogs")
     template.has_resource_properties(
@@ -35,7 +37,7 @@ def test_state_machine_is_standard_logged_and_traced(template: Template, logical
             "TracingConfiguration": {"Enabled": True},
             "LoggingConfiguration": {
                 "Level": "ALL",
-                "IncludeExecutionData": True,
+                "IncludeExecutionData": False,
                 "Destinations": [
                     {"CloudWatchLogsLogGroup": {"LogGroupArn": {"Fn::GetAtt": [log_group, "Arn"]}}}
                 ],
