@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT
 from infra.constructs.functions import PlannerConfig
 from infra.stack import AgentLedgerStack
@@ -30,6 +32,9 @@ DEFAULT_REVIEW_EMPTY_PLANS = False  # ask a person to review a plan that writes 
 DEFAULT_AGENT = ""  # "package.module:factory" of a custom agent; "" is the reference agent
 DEFAULT_MAX_REPLANS = 3  # how often stale context may replan a run before it goes to a person
 DEFAULT_WORKSPACE_RETENTION_HOURS = 24  # how long a failed attempt's workspace and unread tarballs stay
+# The computes and images a repository may ask its builds for: the operator sets what a build costs.
+DEFAULT_BUILD_COMPUTES = "BUILD_GENERAL1_SMALL,BUILD_GENERAL1_MEDIUM,BUILD_GENERAL1_LARGE"
+DEFAULT_BUILD_IMAGES = DEFAULT_IMAGE
 PLANNERS = ("pynguin", "doctest", "bedrock")
 # The planner's defaults are PlannerConfig's: Pynguin, no model called.
 DEFAULT_PLANNER = PlannerConfig.planner
@@ -84,6 +89,15 @@ def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"context {key} must be one of {', '.join(allowed)}, got {value!r}")
     return str(value)
+
+
+def _names(key: str, value: Any, valid: Callable[[str], bool], what: str) -> tuple[str, ...]:
+    """A comma-separated list of at least one name, each `valid`."""
+    names = tuple(part.strip() for part in str(value).split(",") if part.strip())
+    wrong = [name for name in names if not valid(name)]
+    if not names or wrong:
+        raise ValueError(f"context {key} must be a comma-separated list of {what}, got {value!r}")
+    return names
 
 
 def _temperature(value: Any) -> float:
@@ -143,6 +157,11 @@ def build_app(
             "testTimeoutLimitSeconds",
             _context(app, "testTimeoutLimitSeconds", DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS),
         ),
+        build_computes=_names("buildComputes", _context(app, "buildComputes", DEFAULT_BUILD_COMPUTES),
+                              lambda name: name in get_args(Compute),
+                              f"CodeBuild computes ({', '.join(get_args(Compute))})"),
+        build_images=_names("buildImages", _context(app, "buildImages", DEFAULT_BUILD_IMAGES),
+                            lambda name: IMAGE_NAME.fullmatch(name) is not None, "image names"),
         isolated_test_builds=_flag(
             "isolatedTestBuilds", _context(app, "isolatedTestBuilds", DEFAULT_ISOLATED_TEST_BUILDS)
         ),

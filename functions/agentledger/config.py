@@ -33,6 +33,11 @@ def _price_pair(value: object) -> object:
     return value.split(",") if isinstance(value, str) else value
 
 
+def _names(value: object) -> object:
+    """"A,B": a list of names, blanks dropped."""
+    return tuple(part.strip() for part in value.split(",") if part.strip()) if isinstance(value, str) else value
+
+
 class FunctionSettings(BaseModel):
     """What every function reads: the ledger, the artifacts, the workspaces."""
 
@@ -78,6 +83,12 @@ class WorkflowSettings(FunctionSettings):
     # The most a repository's `timeout` may ask for: an operator's bound on what one untrusted
     # repository can spend on build minutes.
     test_timeout_limit_s: int = Field(validation_alias="AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", gt=0)
+    # The computes and images a repository may ask its builds for (the operator's, not the repository's,
+    # choice of what a build costs and runs on): comma-separated, the buildComputes/buildImages keys.
+    build_computes: Annotated[tuple[str, ...], BeforeValidator(_names)] = Field(
+        validation_alias="AGENTLEDGER_BUILD_COMPUTES", min_length=1)
+    build_images: Annotated[tuple[str, ...], BeforeValidator(_names)] = Field(
+        validation_alias="AGENTLEDGER_BUILD_IMAGES", min_length=1)
     # "package.module:factory" of a custom agent; empty is the reference agent.
     agent_spec: str = Field(validation_alias="AGENTLEDGER_AGENT")
     # Which writer the reference agent plans for: "pynguin", "doctest" or "bedrock" (a model).

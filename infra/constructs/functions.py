@@ -181,6 +181,8 @@ class Functions(Construct):
         notifications: Notifications,
         build_sandbox: BuildSandbox,
         test_timeout_limit_seconds: int,
+        build_computes: tuple[str, ...],
+        build_images: tuple[str, ...],
         environment_name: str,
         allow_self_approval: bool,
         review_empty_plans: bool,
@@ -222,6 +224,8 @@ class Functions(Construct):
             "AGENTLEDGER_REVIEW_EMPTY_PLANS": "true" if review_empty_plans else "false",
             "AGENTLEDGER_WORKSPACE_RETENTION_HOURS": str(workspace_retention_hours),
             "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS": str(test_timeout_limit_seconds),
+            "AGENTLEDGER_BUILD_COMPUTES": ",".join(build_computes),
+            "AGENTLEDGER_BUILD_IMAGES": ",".join(build_images),
             "AGENTLEDGER_AGENT": agent_spec,
             **self._planner.environment(),
         }

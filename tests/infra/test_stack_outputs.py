@@ -22,6 +22,8 @@ CUSTOM_CONTEXT = {
     "githubRepository": "octo-org/service",
     "reviewAlarmSeconds": "3600",
     "testTimeoutLimitSeconds": "600",
+    "buildComputes": "BUILD_GENERAL1_SMALL",
+    "buildImages": "aws/codebuild/standard:7.0,aws/codebuild/amazonlinux2-x86_64-standard:5.0",
     "isolatedTestBuilds": "false",
     "allowSelfApproval": "true",
     "githubBaseBranch": "trunk",
@@ -46,6 +48,8 @@ DEFAULTS = {
     "githubRepository": infra_app.DEFAULT_GITHUB_REPOSITORY,
     "reviewAlarmSeconds": infra_app.DEFAULT_REVIEW_ALARM_SECONDS,
     "testTimeoutLimitSeconds": infra_app.DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS,
+    "buildComputes": infra_app.DEFAULT_BUILD_COMPUTES,
+    "buildImages": infra_app.DEFAULT_BUILD_IMAGES,
     "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
     "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
     "githubBaseBranch": infra_app.DEFAULT_GITHUB_BASE_BRANCH,
@@ -232,6 +236,20 @@ def test_the_test_timeout_limit_comes_from_context(custom_template: Template) ->
     assert variables["AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS"] == "600"
     # The project's own timeout is what a build of the longest allowed suite needs.
     custom_template.has_resource_properties("AWS::CodeBuild::Project", {"TimeoutInMinutes": 30})
+
+
+def test_the_computes_and_images_a_repository_may_ask_for_come_from_context(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
+    variables = functions["VerifyFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["AGENTLEDGER_BUILD_COMPUTES"] == "BUILD_GENERAL1_SMALL"
+    assert variables["AGENTLEDGER_BUILD_IMAGES"] == CUSTOM_CONTEXT["buildImages"]
+
+
+@pytest.mark.parametrize(("key", "value"), [("buildComputes", "BUILD_GENERAL1_HUGE"), ("buildComputes", ""),
+                                            ("buildImages", "bad image!"), ("buildImages", " , ")])
+def test_an_allow_list_that_is_empty_or_names_what_codebuild_does_not_have_is_refused(tmp_path, key, value) -> None:
+    with pytest.raises(ValueError, match=f"context {key} must be a comma-separated list"):
+        build_app(context={key: value}, outdir=tmp_path)
 
 
 @pytest.mark.parametrize("value", ["yes", "1", ""])

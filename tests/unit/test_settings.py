@@ -61,13 +61,16 @@ def test_operator_settings_have_no_default_in_the_functions() -> None:
     """Their defaults are the CDK app's: a model that had its own would be a second copy."""
     required = {name for name, is_required in WorkflowSettings.variables().items() if is_required}
     assert {"AGENTLEDGER_MAX_REPLANS", "AGENTLEDGER_BEDROCK_MAX_REASKS", "AGENTLEDGER_WORKSPACE_RETENTION_HOURS",
-            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "AGENTLEDGER_PLANNER"} <= required
+            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "AGENTLEDGER_PLANNER", "AGENTLEDGER_BUILD_COMPUTES",
+            "AGENTLEDGER_BUILD_IMAGES"} <= required
     assert ApiSettings.variables()["AGENTLEDGER_ALLOW_SELF_APPROVAL"]
 
 
 def test_prices_and_retention_parse_as_the_stack_writes_them(environ: dict[str, str]) -> None:
     environ.update(AGENTLEDGER_REVIEW_EMPTY_PLANS="false", AGENTLEDGER_WORKSPACE_RETENTION_HOURS="1.5",
                    AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS="3600", AGENTLEDGER_AGENT="",
+                   AGENTLEDGER_BUILD_COMPUTES="BUILD_GENERAL1_SMALL, BUILD_GENERAL1_LARGE",
+                   AGENTLEDGER_BUILD_IMAGES="aws/codebuild/standard:7.0",
                    AGENTLEDGER_PLANNER="bedrock", AGENTLEDGER_BEDROCK_MODEL_ID="m", AGENTLEDGER_BEDROCK_MAX_TOKENS="10",
                    AGENTLEDGER_BEDROCK_TEMPERATURE="0.0", AGENTLEDGER_BEDROCK_MAX_REASKS="2",
                    AGENTLEDGER_BEDROCK_PRICES="0.0008,0.004", AGENTLEDGER_GENERATION_MODULE_SECONDS="30",
@@ -78,3 +81,4 @@ def test_prices_and_retention_parse_as_the_stack_writes_them(environ: dict[str, 
     assert settings.bedrock_prices == (0.0008, 0.004)
     assert settings.workspace_retention_s == 5400
     assert settings.review_empty_plans is False
+    assert settings.build_computes == ("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_LARGE")

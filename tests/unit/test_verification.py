@@ -156,6 +156,24 @@ def test_a_timeout_above_the_deployment_limit_is_refused_before_any_build(world:
     assert world.builds.started == []
 
 
+@pytest.mark.parametrize(("line", "refusal"), [
+    ('compute = "BUILD_GENERAL1_2XLARGE"',
+     "compute BUILD_GENERAL1_2XLARGE; this deployment allows BUILD_GENERAL1_SMALL, BUILD_GENERAL1_MEDIUM, "
+     "BUILD_GENERAL1_LARGE"),
+    ('image = "ghcr.io/someone/miner:latest"', "image ghcr.io/someone/miner:latest; this deployment allows "
+                                               "aws/codebuild/standard:7.0"),
+])
+def test_a_compute_or_image_the_deployment_does_not_allow_is_refused_with_the_list(
+        world: World, line: str, refusal: str) -> None:
+    (world.repo / "agentledger.toml").write_text(line + "\n")
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
+    with pytest.raises(TestConfigurationError) as refused:
+        world.workflow.run_stage(Stage.EXECUTE, run_id, execution)
+    assert refusal in str(refused.value)
+    assert world.builds.started == []
+
+
 def test_the_build_timeout_covers_install_and_tests_within_codebuild_bounds() -> None:
     assert layout.build_timeout_minutes(60) == 12
     assert layout.build_timeout_minutes(1) == 11

@@ -40,16 +40,32 @@ POLL_MIN_SECONDS = 2
 POLL_MAX_SECONDS = 30
 
 
-def load_build_config(root: Path, timeout_limit_s: int) -> TestRunConfig:
+@dataclass(frozen=True)
+class BuildAllowance:
+    """What the deployment lets one repository's builds ask for: the operator's bounds on what an
+    untrusted repository spends and runs on."""
+
+    timeout_limit_s: int
+    computes: tuple[str, ...]
+    images: tuple[str, ...]
+
+
+def load_build_config(root: Path, allowance: BuildAllowance) -> TestRunConfig:
     """The repository's test-run configuration, within what the deployment allows."""
     try:
         config = load_config(root)
     except ConfigError as error:
         raise TestConfigurationError(str(error)) from error
-    if config.timeout_s > timeout_limit_s:
+    if config.timeout_s > allowance.timeout_limit_s:
         raise TestConfigurationError(
             f"{config.source} asks for a {config.timeout_s} s test timeout; this deployment allows at "
-            f"most {timeout_limit_s} s (AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS)")
+            f"most {allowance.timeout_limit_s} s (AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS)")
+    for key, value, allowed, variable in (("compute", config.compute, allowance.computes, "BUILD_COMPUTES"),
+                                          ("image", config.image, allowance.images, "BUILD_IMAGES")):
+        if value not in allowed:
+            raise TestConfigurationError(
+                f"{config.source} asks for {key} {value}; this deployment allows {', '.join(allowed)} "
+                f"(AGENTLEDGER_{variable})")
     return config
 
 

@@ -33,9 +33,9 @@ from ..models import (
 from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import DecisionKind, Verdict
 from ..workspaces import execute_workspace, expire_workspaces
-from .builds import load_build_config
+from .builds import BuildAllowance, load_build_config
 from .verification import TestBuilds
-from .writing import TestWriting
+from .writing import TestWriting, language_of
 
 
 @dataclass
@@ -80,7 +80,8 @@ class StageWork:
         self.artifacts = artifacts
         self.metrics = metrics
         self.agent = agent
-        self.test_builds = TestBuilds(ledger, artifacts, builds, settings.test_timeout_limit_s)
+        self.allowance = BuildAllowance(settings.test_timeout_limit_s, settings.build_computes, settings.build_images)
+        self.test_builds = TestBuilds(ledger, artifacts, builds, self.allowance)
         self.writing = TestWriting(ledger, artifacts, builds, metrics, settings.generation_limits)
         self.body: dict[Stage, Callable[[StageContext], StageResult]] = {
             Stage.INSPECT: self.inspect,
@@ -155,9 +156,10 @@ class StageWork:
         code), which keeps those that build, pass five times alone and with the suite, and add
         coverage; this stage starts it, is called again until it ends, and records what it kept."""
         plan = Plan.model_validate(self.artifacts.get_json(committed_output(ctx.ledger, Stage.PLAN, "plan.json")))
-        config = load_build_config(ctx.snapshot.root, self.settings.test_timeout_limit_s)
-        if config.ecosystem != "python":
-            # The filters run pytest and coverage.py: another ecosystem's candidates are kept as written.
+        config = load_build_config(ctx.snapshot.root, self.allowance)
+        if config.ecosystem != "python" and language_of(plan) != "java":
+            # The filters run pytest and coverage.py, or Maven for JUnit classes: another
+            # ecosystem's candidates are kept as written.
             files = self._candidates(plan, ctx)
             return self._written(ctx, files, [])
         previous = ctx.ledger.stages.get(Stage.EXECUTE.value)

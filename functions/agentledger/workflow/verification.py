@@ -28,6 +28,7 @@ from ..testrun.config import TestRunConfig
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
 from ..testrun.junit import TestCounts, summarize_junit
 from .builds import (
+    BuildAllowance,
     BuildInputs,
     Builds,
     control_files,
@@ -113,15 +114,15 @@ class TestBuilds:
     __test__ = False
 
     def __init__(self, ledger: LedgerPort, artifacts: ArtifactPort, builds: BuildPort | None,
-                 timeout_limit_s: int) -> None:
+                 allowance: BuildAllowance) -> None:
         self.artifacts = artifacts
         self.builds = Builds(ledger, artifacts, builds)
-        self.timeout_limit_s = timeout_limit_s
+        self.allowance = allowance
 
     def advance(self, run: Run, execution: str, snapshot_root: Path, source_files: dict[str, str],
                 test_files: dict[str, str], test_runs: dict[str, TestRun], rerun_reported: bool) -> VerifyProgress:
         """One step of the suite's build; its results once it has ended."""
-        config = load_build_config(snapshot_root, self.timeout_limit_s)
+        config = load_build_config(snapshot_root, self.allowance)
         inputs = BuildInputs(
             stage=Stage.VERIFY, label="test", input_name="test-input.tar.gz",
             digest=test_run_digest(source_files, test_files, config), config=config,
