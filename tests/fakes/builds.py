@@ -9,6 +9,7 @@ import io
 import json
 import tarfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from agentledger.models import BuildRequest
@@ -48,15 +49,16 @@ def generation_archive(request: dict[str, Any], written: dict[str, str], generat
             module = target["module"]
             test = f"def test_{module.replace('.', '_')}():\n    assert {module}\n"
             files[target["test_path"]] = f"import {module}\n\n\n{test}"
+    kept = generation == "keep_all"
     candidates = []
     for path, text in sorted(files.items()):
-        for node in ast.parse(text).body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-                kept = generation == "keep_all"
-                candidates.append({"test_path": path, "name": node.name, "source": ast.unparse(node),
-                                   "dropped_by": None if kept else "coverage",
-                                   "runs": {"build": 1, "pass_alone": 5, "pass_with_suite": 5},
-                                   "gain": {"lines": 2, "branches": 1} if kept else {}})
+        # A JUnit class is one candidate; a pytest module has one per test function.
+        tests = [(Path(path).stem, text)] if path.endswith(".java") else [
+            (node.name, ast.unparse(node)) for node in ast.parse(text).body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+        candidates += [{"test_path": path, "name": name, "source": source, "dropped_by": None if kept else "coverage",
+                        "runs": {"build": 1, "pass_alone": 5, "pass_with_suite": 5},
+                        "gain": {"lines": 2, "branches": 1} if kept else {}} for name, source in tests]
     count = len(candidates)
     kept_count = count if generation == "keep_all" else 0
     coverage = {target["path"]: {"before": {"lines": 10, "lines_covered": 4, "branches": 4, "branches_covered": 1},

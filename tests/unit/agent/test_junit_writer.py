@@ -3,15 +3,29 @@ placed where Maven's layout puts a test of that package, checked by name and lay
 here: the build compiles and filters it in the sandbox), and sent back when it does not fit."""
 from __future__ import annotations
 
+import io
+import json
+import shutil
+import tarfile
 from pathlib import Path
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
-from agentledger.agent import BedrockPlanner, BedrockSettings, inspect_repository, java, snapshot_directory
+from agentledger.agent import (
+    BedrockPlanner,
+    BedrockSettings,
+    ReferenceAgent,
+    inspect_repository,
+    java,
+    snapshot_directory,
+)
 from agentledger.agent.bedrock import PLAN_TOOL
+from agentledger.models import Stage
+from agentledger.testrun import layout
 from agentledger.workflow.writing import language_of, targets_of
+from tests.fakes.world import build_world
 from tests.samples import write_maven_sample
 
 from .samples import BRIEF
@@ -117,3 +131,27 @@ def test_a_java_path_is_read_by_its_maven_layout():
     assert java.class_name("src/test/java/a/CTest.java") is None
     assert java.junit_test_path("core/src/main/java/a/b/C.java", UNITS_TEST.replace("package demo;", "package a.b;")) \
         == "core/src/test/java/a/b/UnitsCelsiusTest.java"
+
+
+def test_the_execute_stage_sends_a_maven_projects_junit_plan_to_the_generation_build(tmp_path):
+    client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="offline",
+                          aws_secret_access_key="offline")
+    planner = BedrockPlanner(client, BedrockSettings(model_id=MODEL, max_tokens=2048, temperature=0.0, max_reasks=0,
+                                                     prices={}))
+    world = build_world(tmp_path, agent=ReferenceAgent(planner=planner))
+    shutil.rmtree(world.repo)
+    _repo(world.repo)
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT)
+    with Stubber(client) as stub:
+        stub.add_response("converse", _answer(GOOD))
+        world.run(run_id, execution, Stage.PLAN)
+    world.workflow.run_stage(Stage.EXECUTE, run_id, execution)
+
+    [build] = world.builds.generations
+    with tarfile.open(fileobj=io.BytesIO(world.artifacts.objects[build.input_url.split("/", 3)[3]])) as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}  # type: ignore[union-attr]
+    request = json.loads(members[layout.GENERATION_REQUEST_FILE])
+    assert (request["language"], request["candidate_files"]) == ("java", ["src/test/java/demo/UnitsCelsiusTest.java"])
+    assert members["repository/src/test/java/demo/UnitsCelsiusTest.java"].decode() == UNITS_TEST
+    assert layout.JAVA_GENERATION_FILE in members  # the filters that run it
