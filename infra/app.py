@@ -11,6 +11,7 @@ from typing import Any, get_args
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT
 from infra.constructs.functions import PlannerConfig
@@ -35,6 +36,10 @@ DEFAULT_WORKSPACE_RETENTION_HOURS = 24  # how long a failed attempt's workspace 
 # The computes and images a repository may ask its builds for: the operator sets what a build costs.
 DEFAULT_BUILD_COMPUTES = "BUILD_GENERAL1_SMALL,BUILD_GENERAL1_MEDIUM,BUILD_GENERAL1_LARGE"
 DEFAULT_BUILD_IMAGES = DEFAULT_IMAGE
+# What one repository tarball may expand to: the core's defaults (agentledger.source.ArchiveLimits).
+DEFAULT_ARCHIVE_MAX_MEMBERS = ArchiveLimits.max_members
+DEFAULT_ARCHIVE_MAX_BYTES = ArchiveLimits.max_bytes
+DEFAULT_ARCHIVE_MAX_RATIO = ArchiveLimits.max_ratio
 PLANNERS = ("pynguin", "doctest", "bedrock")
 # The planner's defaults are PlannerConfig's: Pynguin, no model called.
 DEFAULT_PLANNER = PlannerConfig.planner
@@ -162,6 +167,12 @@ def build_app(
                               f"CodeBuild computes ({', '.join(get_args(Compute))})"),
         build_images=_names("buildImages", _context(app, "buildImages", DEFAULT_BUILD_IMAGES),
                             lambda name: IMAGE_NAME.fullmatch(name) is not None, "image names"),
+        archive_limits=ArchiveLimits(
+            max_members=_positive_int(
+                "archiveMaxMembers", _context(app, "archiveMaxMembers", DEFAULT_ARCHIVE_MAX_MEMBERS)),
+            max_bytes=_positive_int("archiveMaxBytes", _context(app, "archiveMaxBytes", DEFAULT_ARCHIVE_MAX_BYTES)),
+            max_ratio=_positive_int("archiveMaxRatio", _context(app, "archiveMaxRatio", DEFAULT_ARCHIVE_MAX_RATIO)),
+        ),
         isolated_test_builds=_flag(
             "isolatedTestBuilds", _context(app, "isolatedTestBuilds", DEFAULT_ISOLATED_TEST_BUILDS)
         ),

@@ -7,6 +7,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from agentledger.source import ArchiveLimits
 from agentledger.testrun.layout import build_timeout_minutes
 from infra.constructs.access import AccessPolicies
 from infra.constructs.api import Api
@@ -31,6 +32,7 @@ class AgentLedgerStack(Stack):
         test_timeout_limit_seconds: int,
         build_computes: tuple[str, ...],
         build_images: tuple[str, ...],
+        archive_limits: ArchiveLimits,
         isolated_test_builds: bool,
         allow_self_approval: bool,
         github_base_branch: str,
@@ -67,6 +69,7 @@ class AgentLedgerStack(Stack):
             test_timeout_limit_seconds=test_timeout_limit_seconds,
             build_computes=build_computes,
             build_images=build_images,
+            archive_limits=archive_limits,
             environment_name=environment_name,
             allow_self_approval=allow_self_approval,
             review_empty_plans=review_empty_plans,

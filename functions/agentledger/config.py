@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import ErrorDetails
 
 from .agent.planner import GenerationLimits
+from .source import ArchiveLimits
 
 
 class SettingsError(RuntimeError):
@@ -49,6 +50,10 @@ class FunctionSettings(BaseModel):
     environment: str = Field(validation_alias="AGENTLEDGER_ENVIRONMENT", min_length=1)
     # How often stale context may replan a run before it goes to a person (the maxReplans context key).
     max_replans: int = Field(validation_alias="AGENTLEDGER_MAX_REPLANS", ge=0)
+    # What one repository tarball may expand to (the archiveMax* context keys): ArchiveLimits.
+    archive_max_members: int = Field(validation_alias="AGENTLEDGER_ARCHIVE_MAX_MEMBERS", gt=0)
+    archive_max_bytes: int = Field(validation_alias="AGENTLEDGER_ARCHIVE_MAX_BYTES", gt=0)
+    archive_max_ratio: int = Field(validation_alias="AGENTLEDGER_ARCHIVE_MAX_RATIO", gt=0)
     # Lambda can only write under /tmp; the local runtime points this at serve's workspace.
     workspace_root: Path = Field(Path("/tmp/agentledger"), validation_alias="AGENTLEDGER_WORKSPACE_ROOT")
     # Directories under which a local repository may lie. Local runtime only: on AWS the functions
@@ -58,6 +63,10 @@ class FunctionSettings(BaseModel):
     # Where artifact links and a build's grants point. Local runtime only: an S3 endpoint on
     # loopback that curl and the build sandbox can reach; on AWS, S3's own endpoint.
     artifact_link_endpoint: str | None = Field(None, validation_alias="ARTIFACT_LINK_ENDPOINT")
+
+    @property
+    def archive_limits(self) -> ArchiveLimits:
+        return ArchiveLimits(self.archive_max_members, self.archive_max_bytes, self.archive_max_ratio)
 
     @classmethod
     def from_env(cls) -> Self:

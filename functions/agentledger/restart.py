@@ -19,6 +19,7 @@ from .errors import (
     EffectUnconfirmedError,
     GenerationFailedError,
     NoTestsRanError,
+    RepositoryNotAllowedError,
     StaleContextError,
     SupersededExecutionError,
     TestConfigurationError,
@@ -195,6 +196,8 @@ WHY_A_PERSON: dict[str, str] = {
     PlannerOutputError.__name__: "the model's plan did not validate after the re-asks; "
                                  "see the plan stage's model calls",
     TestConfigurationError.__name__: "the repository's test configuration is invalid; fix it and resume",
+    RepositoryNotAllowedError.__name__: "the repository cannot be read as given (the error names the rule or the "
+                                        "bound it passed); fix it and start a new run",
 }
 
 

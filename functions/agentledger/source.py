@@ -14,6 +14,7 @@ import re
 import stat
 import subprocess
 import tarfile
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
@@ -42,6 +43,36 @@ def upload_key(sha256: str) -> str:
 
 class ArchiveError(ValueError):
     """A repository archive that cannot be read, or that would write outside its destination."""
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """What one repository tarball may expand to, checked from its headers before anything is
+    written: the upload cap bounds the compressed bytes, not what they hold."""
+
+    max_members: int = 20_000
+    max_bytes: int = 1 << 30  # of file contents, in total
+    max_ratio: int = 100  # contents per compressed byte; a source tree compresses about 5 to 20 times
+
+    def check(self, archive: tarfile.TarFile, compressed: int) -> list[tarfile.TarInfo]:
+        """The archive's members, read header by header (the contents are decompressed to be
+        skipped, never written); an ArchiveError naming the bound as soon as one is passed."""
+        members: list[tarfile.TarInfo] = []
+        total = 0
+        for member in archive:
+            members.append(member)
+            total += member.size
+            if len(members) > self.max_members:
+                raise ArchiveError(f"the archive holds more than {self.max_members} members (archiveMaxMembers)")
+            if total > self.max_bytes:
+                raise ArchiveError(f"the archive expands past {self.max_bytes} bytes (archiveMaxBytes)")
+            if total > self.max_ratio * max(compressed, 1):
+                raise ArchiveError(f"the archive expands more than {self.max_ratio} times its {compressed} bytes "
+                                   "(archiveMaxRatio)")
+        return members
+
+
+DEFAULT_ARCHIVE_LIMITS = ArchiveLimits()
 
 
 class SourceSnapshot(BaseModel):
@@ -124,17 +155,17 @@ def named_changes(changes: dict[str, list[str]], limit: int = 10) -> str:
     return "; ".join(described)
 
 
-def extract_tarball(data: bytes, into: str | os.PathLike[str]) -> Path:
+def extract_tarball(data: bytes, into: str | os.PathLike[str], limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> Path:
     """Extract a .tar.gz repository archive and return the repository root inside `into`."""
     into = Path(into)
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-            members = archive.getmembers()
+            members = limits.check(archive, len(data))
             # The "data" filter would quietly strip a leading "/"; an archive that asks for one is refused.
             unsafe = [member.name for member in members if not is_safe_relative_path(member.name)]
             if unsafe:
                 raise ArchiveError(f"archive members escape the destination: {unsafe}")
-            archive.extractall(into, filter="data")
+            archive.extractall(into, members=members, filter="data")
     except tarfile.FilterError as error:
         raise ArchiveError(f"unsafe archive member: {error}") from error
     except (tarfile.ReadError, EOFError) as error:

@@ -107,7 +107,9 @@ def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, Sou
     # Links and upload grants are SigV4 (S3 no longer takes SigV2 for new buckets), on loopback locally.
     links = boto3.client("s3", endpoint_url=settings.artifact_link_endpoint, config=Config(signature_version="s3v4"))
     artifacts = ArtifactStore(settings.artifact_bucket, s3, links)
-    return ledger, artifacts, SourceResolver(artifacts, settings.workspace_root, settings.local_repository_roots)
+    sources = SourceResolver(artifacts, settings.workspace_root, settings.local_repository_roots,
+                             settings.archive_limits)
+    return ledger, artifacts, sources
 
 
 @lru_cache(maxsize=8)

@@ -19,7 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from agentledger import metric_names
-from agentledger.source import UPLOAD_PREFIX
+from agentledger.source import UPLOAD_PREFIX, ArchiveLimits
 from infra import LAMBDA_PACKAGES, lambda_code_root
 from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.bundling import dependencies_layer_code
@@ -183,6 +183,7 @@ class Functions(Construct):
         test_timeout_limit_seconds: int,
         build_computes: tuple[str, ...],
         build_images: tuple[str, ...],
+        archive_limits: ArchiveLimits,
         environment_name: str,
         allow_self_approval: bool,
         review_empty_plans: bool,
@@ -219,6 +220,9 @@ class Functions(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "AGENTLEDGER_ENVIRONMENT": environment_name,
             "AGENTLEDGER_MAX_REPLANS": str(max_replans),
+            "AGENTLEDGER_ARCHIVE_MAX_MEMBERS": str(archive_limits.max_members),
+            "AGENTLEDGER_ARCHIVE_MAX_BYTES": str(archive_limits.max_bytes),
+            "AGENTLEDGER_ARCHIVE_MAX_RATIO": str(archive_limits.max_ratio),
         }
         self._workflow_environment = {
             "AGENTLEDGER_REVIEW_EMPTY_PLANS": "true" if review_empty_plans else "false",

@@ -44,6 +44,7 @@ def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_pla
         ledger_table="ledger", artifact_bucket="memory-bucket", idempotency_table="idempotency",
         environment="dev", state_machine_arn="arn:memory:stateMachine:run", workspace_root=workspace_root,
         max_replans=max_replans, review_empty_plans=review_empty_plans, workspace_retention_hours=24,
+        archive_max_members=20_000, archive_max_bytes=1 << 30, archive_max_ratio=100,
         test_timeout_limit_s=3600, build_images=("aws/codebuild/standard:7.0",),
         build_computes=("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE"),
         agent_spec="", planner="pynguin", generation_module_seconds=60,

@@ -24,6 +24,9 @@ CUSTOM_CONTEXT = {
     "testTimeoutLimitSeconds": "600",
     "buildComputes": "BUILD_GENERAL1_SMALL",
     "buildImages": "aws/codebuild/standard:7.0,aws/codebuild/amazonlinux2-x86_64-standard:5.0",
+    "archiveMaxMembers": "5000",
+    "archiveMaxBytes": "104857600",
+    "archiveMaxRatio": "50",
     "isolatedTestBuilds": "false",
     "allowSelfApproval": "true",
     "githubBaseBranch": "trunk",
@@ -50,6 +53,9 @@ DEFAULTS = {
     "testTimeoutLimitSeconds": infra_app.DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS,
     "buildComputes": infra_app.DEFAULT_BUILD_COMPUTES,
     "buildImages": infra_app.DEFAULT_BUILD_IMAGES,
+    "archiveMaxMembers": infra_app.DEFAULT_ARCHIVE_MAX_MEMBERS,
+    "archiveMaxBytes": infra_app.DEFAULT_ARCHIVE_MAX_BYTES,
+    "archiveMaxRatio": infra_app.DEFAULT_ARCHIVE_MAX_RATIO,
     "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
     "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
     "githubBaseBranch": infra_app.DEFAULT_GITHUB_BASE_BRANCH,
@@ -243,6 +249,13 @@ def test_the_computes_and_images_a_repository_may_ask_for_come_from_context(cust
     variables = functions["VerifyFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["AGENTLEDGER_BUILD_COMPUTES"] == "BUILD_GENERAL1_SMALL"
     assert variables["AGENTLEDGER_BUILD_IMAGES"] == CUSTOM_CONTEXT["buildImages"]
+
+
+def test_every_function_gets_the_archive_bounds_from_context(custom_template: Template) -> None:
+    for function in custom_template.find_resources("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert (variables["AGENTLEDGER_ARCHIVE_MAX_MEMBERS"], variables["AGENTLEDGER_ARCHIVE_MAX_BYTES"],
+                variables["AGENTLEDGER_ARCHIVE_MAX_RATIO"]) == ("5000", "104857600", "50")
 
 
 @pytest.mark.parametrize(("key", "value"), [("buildComputes", "BUILD_GENERAL1_HUGE"), ("buildComputes", ""),

@@ -12,7 +12,8 @@ from agentledger.config import ApiSettings, FunctionSettings, SettingsError, Wor
 pytestmark = pytest.mark.unit
 
 BASE = {"LEDGER_TABLE_NAME": "ledger", "ARTIFACT_BUCKET_NAME": "bucket", "AGENTLEDGER_ENVIRONMENT": "dev",
-        "AGENTLEDGER_MAX_REPLANS": "3"}
+        "AGENTLEDGER_MAX_REPLANS": "3", "AGENTLEDGER_ARCHIVE_MAX_MEMBERS": "20000",
+        "AGENTLEDGER_ARCHIVE_MAX_BYTES": "1073741824", "AGENTLEDGER_ARCHIVE_MAX_RATIO": "100"}
 
 
 @pytest.fixture

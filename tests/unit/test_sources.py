@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.errors import RepositoryNotAllowedError, RepositoryUnavailableError
-from agentledger.source import upload_key
+from agentledger.source import ArchiveLimits, upload_key
 
 BUCKET = "stack-artifacts"
 DIGEST = "ab" * 32
@@ -148,3 +149,36 @@ def test_the_revision_of_a_tarball_never_uploaded_names_the_upload(tmp_path: Pat
     sources = SourceResolver(UploadedBucket(b"", set()), tmp_path / "work")  # type: ignore[arg-type]
     with pytest.raises(RepositoryUnavailableError, match="upload it first"):
         sources.revision(f"s3://{BUCKET}/{upload_key(DIGEST)}")
+
+
+def _bomb(size: int) -> bytes:
+    """One file of zeros: a few hundred bytes compressed for every megabyte it expands to."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        info = tarfile.TarInfo("repo/zeros.bin")
+        info.size = size
+        archive.addfile(info, io.BytesIO(bytes(size)))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("data", "limits", "refusal"), [
+    (_bomb(64 << 20), ArchiveLimits(), "expands more than 100 times"),
+    (_bomb(8 << 20), ArchiveLimits(max_bytes=4 << 20, max_ratio=1 << 20),
+     "expands past 4194304 bytes (archiveMaxBytes)"),
+    (_tarball_of({f"m{n}.py": b"" for n in range(30)}), ArchiveLimits(max_members=20),
+     "more than 20 members (archiveMaxMembers)"),
+])
+def test_a_tarball_past_a_bound_is_refused_naming_it_and_nothing_is_written(
+        tmp_path: Path, data: bytes, limits: ArchiveLimits, refusal: str) -> None:
+    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest())}"
+    sources = SourceResolver(CountingBucket(data), tmp_path / "work", (), limits)  # type: ignore[arg-type]
+    with pytest.raises(RepositoryNotAllowedError, match=re.escape(refusal)):
+        sources.snapshot(url)
+    written = [path for path in (tmp_path / "work").rglob("*") if path.is_file()]
+    assert written == []
+
+
+def test_a_source_tree_within_the_default_bounds_extracts(tmp_path: Path) -> None:
+    sources, _, url = _uploaded(tmp_path, {f"pkg/m{n}.py": f"def f{n}(x):\n    return x + {n}\n".encode()
+                                           for n in range(50)})
+    assert len(sources.snapshot(url).files) == 50

@@ -13,8 +13,11 @@ from ..errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from ..fingerprints import sha256_bytes
 from ..source import (
     CLEAN_SNAPSHOTS_KEPT,
+    DEFAULT_ARCHIVE_LIMITS,
     UPLOAD_KEY,
     UPLOAD_PREFIX,
+    ArchiveError,
+    ArchiveLimits,
     SourceSnapshot,
     directory_revision,
     extract_tarball,
@@ -25,10 +28,12 @@ from .s3_artifacts import ArtifactStore
 
 
 class SourceResolver:
-    def __init__(self, artifacts: ArtifactStore, workspace_root: Path, local_roots: tuple[Path, ...] = ()) -> None:
+    def __init__(self, artifacts: ArtifactStore, workspace_root: Path, local_roots: tuple[Path, ...] = (),
+                 archive_limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> None:
         """`local_roots`: the directories under which local repositories may lie; empty on AWS,
         where only uploaded tarballs are read."""
         self._artifacts = artifacts
+        self._archive_limits = archive_limits
         self._workspace_root = workspace_root
         self._local_roots = tuple(root.resolve() for root in local_roots)
 
@@ -87,7 +92,10 @@ class SourceResolver:
         data = self._artifacts.fetch_repository(url)
         if sha256_bytes(data) != named:
             raise RepositoryNotAllowedError(f"the tarball at {url} does not have the sha256 its key names")
-        root = _extracted(data, extracted_source(self._workspace_root, named))
+        try:
+            root = _extracted(data, extracted_source(self._workspace_root, named), self._archive_limits)
+        except ArchiveError as refused:
+            raise RepositoryNotAllowedError(f"the tarball at {url} is refused: {refused}") from None
         snapshot = snapshot_directory(root).model_copy(update={"revision": f"sha256:{named}"})
         TARBALLS.put((str(self._workspace_root), named), snapshot)
         return snapshot
@@ -96,14 +104,14 @@ class SourceResolver:
 TARBALLS: ContentCache[tuple[str, str], SourceSnapshot] = ContentCache(CLEAN_SNAPSHOTS_KEPT)
 
 
-def _extracted(data: bytes, target: Path) -> Path:
+def _extracted(data: bytes, target: Path, limits: ArchiveLimits) -> Path:
     """Extracted beside `target` and renamed into place, so a crash mid-extraction never leaves a
     partial tree that a later attempt would take for the repository."""
     mark_used(target)
     if not target.exists():
         partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
         try:
-            extract_tarball(data, partial)
+            extract_tarball(data, partial, limits)
             partial.rename(target)
         except OSError:
             if not target.exists():  # not merely another worker that extracted it first
