@@ -27,7 +27,7 @@ class Driver:
     def start(self, repo: Path, crash: str | None = None, request: str = "write tests") -> str:
         key = str(uuid.uuid4())
         if crash:
-            self.runtime.crashes.arm(run_id_for(key), crash)
+            self.runtime.crashes.arm(run_id_for(key, REQUESTER), crash)
         response = self.runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": request},
                                          headers={"Idempotency-Key": key}, caller=REQUESTER)
         assert response.status == 201, response.body

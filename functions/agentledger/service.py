@@ -220,11 +220,12 @@ RUN_ID_HEX_DIGITS = 20
 RUN_ID_PATTERN = rf"^{RUN_ID_PREFIX}[a-f0-9]{{{RUN_ID_HEX_DIGITS}}}$"
 
 
-def run_id_for(idempotency_key: str | None) -> str:
-    """The same Idempotency-Key always names the same run, even after the idempotency record
-    expired, so a late retry cannot start a second run."""
+def run_id_for(idempotency_key: str | None, caller: str) -> str:
+    """The same caller's same Idempotency-Key always names the same run, even after the idempotency
+    record expired, so a late retry cannot start a second run; another caller's same key names
+    another run (keys are scoped by the principal, never shared)."""
     if idempotency_key:
-        return RUN_ID_PREFIX + sha256_bytes(idempotency_key.encode())[:RUN_ID_HEX_DIGITS]
+        return RUN_ID_PREFIX + sha256_bytes(f"{caller}\0{idempotency_key}".encode())[:RUN_ID_HEX_DIGITS]
     return RUN_ID_PREFIX + uuid.uuid4().hex[:RUN_ID_HEX_DIGITS]
 
 
@@ -250,7 +251,7 @@ class RunService:
 
     # -- create ----------------------------------------------------------------------------
     def create(self, body: CreateRunRequest, idempotency_key: str | None, actor: str) -> dict[str, Any]:
-        run_id = run_id_for(idempotency_key)
+        run_id = run_id_for(idempotency_key, actor)
         try:
             revision = self.sources.revision(body.repository)
         except RepositoryNotAllowedError as error:

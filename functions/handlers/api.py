@@ -136,9 +136,10 @@ def _create_once(command: dict[str, Any]) -> dict[str, Any]:
 
 
 def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -> dict[str, Any]:
-    """Powertools idempotency keyed by the Idempotency-Key header; the body is validated
-    against the first request's, so a reused key with another body is refused."""
-    config = IdempotencyConfig(event_key_jmespath="idempotency_key", payload_validation_jmespath="body",
+    """Powertools idempotency keyed by the caller and the Idempotency-Key header (another principal
+    sending the same key and body starts a run of its own, never gets this caller's back); the
+    body is validated against the first request's, so a reused key with another body is refused."""
+    config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="body",
                                expires_after_seconds=IDEMPOTENCY_WINDOW_S)
     if context is not None:
         config.register_lambda_context(context)

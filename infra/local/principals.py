@@ -8,6 +8,7 @@ itself, separation of duties, holds locally exactly as on AWS."""
 from __future__ import annotations
 
 import configparser
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -97,9 +98,16 @@ def write_profiles(directory: Path, principals: list[LocalPrincipal]) -> tuple[P
     return paths
 
 
+@dataclass(frozen=True)
+class VerifiedCaller:
+    arn: str  # the IAM user whose key signed the request
+    signed_headers: frozenset[str]  # lower-cased: what the signature covers besides method, path, query and body
+
+
 def verify_signature(method: str, url: str, headers: Mapping[str, str], body: bytes,
-                     now: datetime | None = None) -> str:
-    """The ARN of the IAM user whose key signed this request, or SignatureRefused."""
+                     now: datetime | None = None) -> VerifiedCaller:
+    """Who signed this request and which headers the signature covers, or SignatureRefused. The
+    body is bound as API Gateway binds it: hashed here, never taken from x-amz-content-sha256."""
     lowered = {name.lower(): value for name, value in headers.items()}
     authorization = lowered.get("authorization")
     if not authorization:
@@ -122,13 +130,17 @@ def verify_signature(method: str, url: str, headers: Mapping[str, str], body: by
     signed = parsed["headers"].split(";")
     if "host" not in signed or any(name not in lowered for name in signed):
         raise SignatureRefused("SignedHeaders must include host and name only headers the request carries")
+    claimed = lowered.get("x-amz-content-sha256")
+    if claimed is not None and claimed != hashlib.sha256(body).hexdigest():
+        raise SignatureRefused("x-amz-content-sha256 must be the SHA-256 of the body (UNSIGNED-PAYLOAD is not "
+                               "accepted): the signature covers the body sent")
     user, secret = _active_key(parsed["key"])
     request = AWSRequest(method=method, url=url, data=body, headers={name: lowered[name] for name in signed})
     expected = expected_signature(request, Credentials(parsed["key"], secret), SERVICE, REGION, amz_date)
     if not same_signature(expected, parsed["signature"]):
         raise SignatureRefused("The request signature we calculated does not match the signature you provided. "
                                "Check your AWS Secret Access Key and signing method.")
-    return user
+    return VerifiedCaller(user, frozenset(signed))
 
 
 def _active_key(access_key_id: str) -> tuple[str, str]:

@@ -19,6 +19,9 @@ from .runtime import LocalRuntime
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
+# Headers the API acts on, so only as signed: added after signing, they would let whoever holds a
+# signed request (a log, a proxy) make it idempotent under a key of theirs, or change how its body is read.
+MUST_BE_SIGNED = ("Idempotency-Key", "Content-Type")
 DEFAULT_PORT = 8787
 SOCKET_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a thread forever
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
@@ -69,7 +72,7 @@ class LocalApiServer:
             except Exception as error:  # noqa: BLE001 — keep the schedule alive, as EventBridge would
                 print(f"agentledger: review keeper failed: {error}", file=sys.stderr)
 
-    def arm_crash(self, headers: dict[str, str]) -> str | None:
+    def arm_crash(self, headers: dict[str, str], caller: str) -> str | None:
         """Local runtime only: arm a crash for the run this request creates. Returns an error."""
         spec = headers.pop(CRASH_HEADER, None)
         if spec is None:
@@ -78,7 +81,7 @@ class LocalApiServer:
         if not key:
             return f"{CRASH_HEADER} needs an Idempotency-Key, which names the run to crash"
         try:
-            self.runtime.crashes.arm(run_id_for(key), spec)
+            self.runtime.crashes.arm(run_id_for(key, caller), spec)
         except ValueError as error:
             return str(error)
         return None
@@ -142,10 +145,16 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             data = self.rfile.read(length) if length else b""
             try:
                 # As API Gateway's IAM authorization: the signature names the caller, or 403.
-                caller = verify_signature(self.command, f"http://{self.headers.get('Host', '')}{self.path}",
-                                          dict(self.headers.items()), data)
+                verified = verify_signature(self.command, f"http://{self.headers.get('Host', '')}{self.path}",
+                                            dict(self.headers.items()), data)
             except SignatureRefused as refused:
                 self._error(HTTPStatus.FORBIDDEN, str(refused))
+                return
+            sent = {name.lower() for name in self.headers}
+            unsigned = [name for name in MUST_BE_SIGNED if name.lower() in sent - verified.signed_headers]
+            if unsigned:
+                self._error(HTTPStatus.BAD_REQUEST, f"{' and '.join(unsigned)} must be signed (named in "
+                                                    "SignedHeaders): a header added after signing is not taken")
                 return
             try:
                 raw = data.decode("utf-8") if data else None
@@ -158,14 +167,15 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             if parts.path == LOCAL_METRICS_PATH and self.command == "GET":
                 self._send(HTTPStatus.OK, json.dumps(summarize(emitted_metrics(server.runtime))))
                 return
-            problem = server.arm_crash(headers) if self.command == "POST" and parts.path == "/runs" else None
+            problem = (server.arm_crash(headers, verified.arn) if self.command == "POST" and parts.path == "/runs"
+                       else None)
             if problem:
                 self._error(HTTPStatus.BAD_REQUEST, problem)
                 return
             # Blank values are kept, as API Gateway keeps them: `?limit=` is a value to validate, not an absence.
             query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
             response = server.runtime.call_api(self.command, parts.path, raw_body=raw, query=query, headers=headers,
-                                               caller=caller)
+                                               caller=verified.arn)
             self._send(response.status, response.body, response.headers or None)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch

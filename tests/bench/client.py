@@ -94,7 +94,7 @@ class BenchClient:
     def start(self, repository: Path, crash: str | None = None) -> str:
         key = str(uuid.uuid4())
         if crash:
-            self.runtime.crashes.arm(run_id_for(key), crash)
+            self.runtime.crashes.arm(run_id_for(key, principal_arn("requester")), crash)
         for _ in range(START_RETRIES):
             response = self.runtime.call_api("POST", "/runs", body={"repository": str(repository), "request": "bench"},
                                              caller=principal_arn("requester"), headers={"Idempotency-Key": key})

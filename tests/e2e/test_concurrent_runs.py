@@ -12,6 +12,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from agentledger.service import run_id_for
+from infra.local.principals import principal_arn
 from tests.samples import write_sample_repository
 
 from .conftest import CLI_ENVIRONMENT, http, run_cli, served
@@ -40,7 +41,7 @@ def test_fifty_runs_started_at_once_all_reach_review(tmp_path: Path) -> None:
 
         with ThreadPoolExecutor(max_workers=RUNS) as pool:
             created = list(pool.map(create, repositories, keys))
-        assert created == [(201, run_id_for(key)) for key in keys]
+        assert created == [(201, run_id_for(key, principal_arn("requester"))) for key in keys]
         ours = {run_id for _, run_id in created}
 
         listed = until_all_listed(url, ours, "awaiting_review", profiles)

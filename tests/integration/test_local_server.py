@@ -2,6 +2,7 @@
 connections is queued, and what API Gateway would refuse gets its 4xx."""
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import time
@@ -97,3 +98,54 @@ def test_a_burst_of_connections_waits_in_the_listen_queue_instead_of_being_refus
         for connection in connections:
             connection.close()
         server.httpd.server_close()
+
+
+def _post(server, headers: dict[str, str], body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(server.url + "/runs", data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _run_body(tmp_path, request: str) -> bytes:
+    (tmp_path / "repo").mkdir(exist_ok=True)
+    return json.dumps({"repository": str(tmp_path / "repo"), "request": request}).encode()
+
+
+def test_the_signature_binds_the_body_as_api_gateway_binds_it(served, tmp_path) -> None:
+    server, _ = served
+    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+    body_a, body_b = _run_body(tmp_path, "write tests"), _run_body(tmp_path, "delete everything")
+    for claimed in (hashlib.sha256(body_a).hexdigest(), "UNSIGNED-PAYLOAD"):
+        headers = sign("POST", server.url + "/runs", {"Content-Type": "application/json",
+                                                       "X-Amz-Content-SHA256": claimed}, body_a)
+        status, answer = _post(server, headers, body_b)
+        assert status == 403 and "x-amz-content-sha256 must be the SHA-256 of the body" in answer["message"]
+
+
+def test_an_idempotency_key_or_content_type_added_after_signing_is_refused(served, tmp_path) -> None:
+    server, _ = served
+    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+    body = _run_body(tmp_path, "write tests")
+    signed = sign("POST", server.url + "/runs", {"Content-Type": "application/json"}, body)
+    status, answer = _post(server, {**signed, "Idempotency-Key": "added-later"}, body)
+    assert status == 400 and answer["message"].startswith("Idempotency-Key must be signed")
+    without_type = sign("POST", server.url + "/runs", {}, body)
+    status, answer = _post(server, {**without_type, "Content-Type": "application/json"}, body)
+    assert status == 400 and answer["message"].startswith("Content-Type must be signed")
+
+
+def test_another_principal_replaying_an_idempotency_key_gets_a_run_of_its_own(served, tmp_path) -> None:
+    server, _ = served
+    body = _run_body(tmp_path, "write tests")
+    key = {"Content-Type": "application/json", "Idempotency-Key": f"shared-{tmp_path.name}"}
+    runs = {}
+    for profile in ("agentledger-requester", "agentledger-reviewer", "agentledger-requester"):
+        status, answer = _post(server, request_signer(server.url, profile, tmp_path)(
+            "POST", server.url + "/runs", dict(key), body), body)
+        assert status == 201, answer
+        runs.setdefault(profile, set()).add(answer["run_id"])
+    assert len(runs["agentledger-requester"]) == 1  # the requester's retry: its own run again
+    assert runs["agentledger-reviewer"].isdisjoint(runs["agentledger-requester"])

@@ -91,30 +91,37 @@ def test_a_review_comment_is_bounded() -> None:
         ReviewRequest(decision="request_changes", plan_digest="sha256:abc", comment="x" * 4001)
 
 
+ALICE = "arn:aws:iam::123456789012:user/alice"
+
+
 # -- run ids ----------------------------------------------------------------------------------------
 def test_the_same_idempotency_key_always_names_the_same_run() -> None:
-    assert run_id_for("ticket-42") == run_id_for("ticket-42")
+    assert run_id_for("ticket-42", ALICE) == run_id_for("ticket-42", ALICE)
+
+
+def test_another_callers_same_key_names_another_run() -> None:
+    assert run_id_for("ticket-42", ALICE) != run_id_for("ticket-42", "arn:aws:iam::123456789012:user/bob")
 
 
 def test_different_idempotency_keys_name_different_runs() -> None:
-    ids = {run_id_for(f"ticket-{n}") for n in range(200)}
+    ids = {run_id_for(f"ticket-{n}", ALICE) for n in range(200)}
     assert len(ids) == 200
 
 
 @pytest.mark.parametrize("key", [None, ""])
 def test_without_a_key_every_run_is_new(key: str | None) -> None:
-    assert len({run_id_for(key) for _ in range(50)}) == 50
+    assert len({run_id_for(key, ALICE) for _ in range(50)}) == 50
 
 
 @pytest.mark.parametrize("key", [None, "", "ticket-42", "ÜNICODE ключ 🔑", "x" * 10_000, "../../etc/passwd"])
 def test_run_ids_match_the_api_path_pattern(key: str | None) -> None:
-    assert re.match(RUN_ID_PATTERN, run_id_for(key))
+    assert re.match(RUN_ID_PATTERN, run_id_for(key, ALICE))
 
 
 # -- execution names ------------------------------------------------------------------------------
 @pytest.mark.parametrize("key", [None, "ticket-42"])
 def test_execution_names_are_valid_step_functions_names(key: str | None) -> None:
-    run_id = run_id_for(key)
+    run_id = run_id_for(key, ALICE)
     names = [start_execution_name(run_id), *(resume_execution_name(run_id, n) for n in (1, 2, 10, 999_999))]
     for name in names:
         assert EXECUTION_NAME.match(name), name
@@ -122,19 +129,19 @@ def test_execution_names_are_valid_step_functions_names(key: str | None) -> None
 
 
 def test_execution_names_are_deterministic_so_a_repeated_resume_starts_one_execution() -> None:
-    run_id = run_id_for("ticket-42")
+    run_id = run_id_for("ticket-42", ALICE)
     assert resume_execution_name(run_id, 3) == resume_execution_name(run_id, 3)
     assert start_execution_name(run_id) == start_execution_name(run_id)
 
 
 def test_execution_names_of_different_runs_differ() -> None:
-    a, b = run_id_for("ticket-1"), run_id_for("ticket-2")
+    a, b = run_id_for("ticket-1", ALICE), run_id_for("ticket-2", ALICE)
     assert start_execution_name(a) != start_execution_name(b)
     assert resume_execution_name(a, 1) != resume_execution_name(b, 1)
 
 
 def test_execution_names_carry_the_run_id() -> None:
     # The console lists executions by name: each one says which run it worked on.
-    run_id = run_id_for("ticket-42")
+    run_id = run_id_for("ticket-42", ALICE)
     assert start_execution_name(run_id).startswith(run_id)
     assert resume_execution_name(run_id, 1).startswith(run_id)
