@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from datetime import datetime
 from http import HTTPStatus
@@ -229,6 +230,24 @@ def run_id_for(idempotency_key: str | None, caller: str) -> str:
     return RUN_ID_PREFIX + uuid.uuid4().hex[:RUN_ID_HEX_DIGITS]
 
 
+# An assumed role's ARN names the role (without its path) and the session.
+ASSUMED_ROLE = re.compile(r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/"
+                          r"(?P<role>[\w+=,.@-]+)/[\w+=,.@-]+$")
+
+
+def duty_holder(principal: str) -> str:
+    """Who a principal is, for separation of duties: an assumed role's session name is the
+    caller's own choice (`aws sts assume-role --role-session-name`), so a session is its role."""
+    assumed = ASSUMED_ROLE.match(principal)
+    if assumed is None:
+        return principal
+    return f"arn:{assumed['partition']}:iam::{assumed['account']}:role/{assumed['role']}"
+
+
+def same_principal(first: str | None, second: str | None) -> bool:
+    return first is not None and second is not None and duty_holder(first) == duty_holder(second)
+
+
 def start_execution_name(run_id: str) -> str:
     return f"{run_id}-start"
 
@@ -357,7 +376,8 @@ class RunService:
                                       "the execution is moving on")
         if run.status != RunStatus.AWAITING_REVIEW or review is None or review.decision is not None:
             raise ReviewRejectedError(f"run {run_id} is not waiting for review (status {run.status.value})")
-        if body.decision == Verdict.APPROVE and actor == run.requested_by and not self.settings.allow_self_approval:
+        if (body.decision == Verdict.APPROVE and same_principal(actor, run.requested_by)
+                and not self.settings.allow_self_approval):
             self._refuse_review(run, body, actor)
         if body.plan_digest != review.plan_digest:
             raise ReviewRejectedError(f"the review is for plan {review.plan_digest}, not {body.plan_digest}; "
@@ -399,8 +419,9 @@ class RunService:
                              delivered=delivered).model_dump(mode="json")
 
     def _refuse_review(self, run: Run, body: ReviewRequest, actor: str) -> None:
-        why = (f"{actor} requested run {run.run_id} and may not approve it; another reviewer must "
-               "(separation of duties; a one-person team deploys with allowSelfApproval=true)")
+        why = (f"{actor} requested run {run.run_id} (as {duty_holder(actor)}) and may not approve it; another "
+               "reviewer must, under another role (separation of duties; a one-person team deploys with "
+               "allowSelfApproval=true)")
         refused = new_decision(DecisionKind.REVIEW_REFUSED, why, body.model_dump(mode="json"), actor=actor)
         # The refusal stands either way; only its record is lost to a concurrent change.
         with contextlib.suppress(ConcurrentModificationError):

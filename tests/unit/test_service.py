@@ -16,7 +16,7 @@ from agentledger.service import (
     ReviewRequest,
     RunConflictError,
 )
-from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, World, build_world
+from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, UP_TO_REVIEW, World, build_world
 
 
 @pytest.fixture
@@ -191,3 +191,25 @@ def test_the_requester_may_still_request_changes_to_its_own_run(world: World) ->
     answer = world.service.review(run_id, ReviewRequest(decision="request_changes", plan_digest=digest,
                                                         comment="cover slugify"), REQUESTER)
     assert answer["decision"] == "request_changes"
+
+
+ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/{role}/{session}"
+
+
+@pytest.mark.parametrize(("reviewer", "allowed"), [
+    (ROLE_SESSION.format(role="Developers", session="bob"), False),  # a session name is the caller's own choice
+    (ROLE_SESSION.format(role="Developers", session="alice"), False),
+    (ROLE_SESSION.format(role="Reviewers", session="alice"), True),
+    ("arn:aws:iam::123456789012:user/carol", True),
+])
+def test_separation_of_duties_compares_an_assumed_role_by_its_role_not_its_session_name(
+        world: World, reviewer: str, allowed: bool) -> None:
+    requester = ROLE_SESSION.format(role="Developers", session="alice")
+    created = world.service.create(CreateRunRequest(repository=str(world.repo), request="write tests"), "k", requester)
+    world.run(created["run_id"], created["execution"], *UP_TO_REVIEW, Stage.AWAIT_REVIEW)
+    review = ReviewRequest(decision="approve", plan_digest=world.ledger.get_run(created["run_id"]).plan_digest)
+    if allowed:
+        assert world.service.review(created["run_id"], review, reviewer)["decision"] == "approve"
+    else:
+        with pytest.raises(ReviewForbiddenError, match="as arn:aws:iam::123456789012:role/Developers"):
+            world.service.review(created["run_id"], review, reviewer)
