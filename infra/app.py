@@ -11,6 +11,7 @@ from typing import Any, get_args
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from agentledger.config import check_git_branch, check_github_api_url, check_github_repository
 from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT
@@ -105,6 +106,14 @@ def _names(key: str, value: Any, valid: Callable[[str], bool], what: str) -> tup
     return names
 
 
+def _checked(key: str, check: Callable[[str], str], value: str) -> str:
+    """A value the functions' settings would refuse, refused at synth instead, with the key named."""
+    try:
+        return check(value)
+    except ValueError as error:
+        raise ValueError(f"context {key}: {error}") from None
+
+
 def _temperature(value: Any) -> float:
     try:
         temperature = float(value)
@@ -152,9 +161,12 @@ def build_app(
         app,
         STACK_ID,
         environment_name=_context(app, "environment", "") or DEFAULT_ENVIRONMENT_NAME,
-        github_api_url=_context(app, "githubApiUrl", "") or DEFAULT_GITHUB_API_URL,
-        github_repository=str(_context(app, "githubRepository", DEFAULT_GITHUB_REPOSITORY)),
-        github_base_branch=str(_context(app, "githubBaseBranch", "") or DEFAULT_GITHUB_BASE_BRANCH),
+        github_api_url=_checked("githubApiUrl", check_github_api_url,
+                                str(_context(app, "githubApiUrl", "") or DEFAULT_GITHUB_API_URL)),
+        github_repository=_checked("githubRepository", check_github_repository,
+                                   str(_context(app, "githubRepository", DEFAULT_GITHUB_REPOSITORY))),
+        github_base_branch=_checked("githubBaseBranch", check_git_branch,
+                                    str(_context(app, "githubBaseBranch", "") or DEFAULT_GITHUB_BASE_BRANCH)),
         review_alarm_seconds=_positive_int(
             "reviewAlarmSeconds", _context(app, "reviewAlarmSeconds", DEFAULT_REVIEW_ALARM_SECONDS)
         ),

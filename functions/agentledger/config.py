@@ -9,11 +9,13 @@ tests/infra/test_function_settings.py holds every function of the synthesized st
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Self, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from .agent.planner import GenerationLimits
@@ -148,15 +150,44 @@ class KeeperSettings(WorkflowSettings, ExecutionSettings):
     """The review keeper: it heartbeats and fails review tasks of the run state machine."""
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+GITHUB_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+# A branch name git accepts, kept to the characters a team's branches use.
+GIT_BRANCH = re.compile(r"^(?!/|.*//|.*\.\.|.*@\{|.*\.lock$|.*/$|.*\.$)[A-Za-z0-9._/-]{1,200}$")
+
+
+def check_github_api_url(url: str) -> str:
+    """https, where the token goes; plain http only to this machine (the local receiver)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username or parts.password or parts.query or parts.fragment or not parts.hostname:
+        raise ValueError(f"the GitHub API URL must be https://HOST[/PATH], got {url!r}")
+    if parts.scheme != "https" and not (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
+        raise ValueError(f"the GitHub API URL must use https (the token travels with every call), got {url!r}")
+    return url
+
+
+def check_github_repository(name: str) -> str:
+    if name and not GITHUB_REPOSITORY.match(name):
+        raise ValueError(f"the GitHub repository must be OWNER/NAME (or empty, for none), got {name!r}")
+    return name
+
+
+def check_git_branch(name: str) -> str:
+    if not GIT_BRANCH.match(name):
+        raise ValueError(f"the base branch must be a git branch name, got {name!r}")
+    return name
+
+
 class EffectSettings(IdempotencySettings):
     """A function that delivers external writes: notifications, tickets, pull requests."""
 
     notification_topic_arn: str = Field(validation_alias="NOTIFICATION_TOPIC_ARN", min_length=1)
-    github_api_url: str = Field(validation_alias="GITHUB_API_URL", min_length=1)
+    github_api_url: Annotated[str, AfterValidator(check_github_api_url)] = Field(validation_alias="GITHUB_API_URL")
     # OWNER/NAME; empty turns tickets and pull requests off.
-    github_repository: str = Field(validation_alias="GITHUB_REPOSITORY")
+    github_repository: Annotated[str, AfterValidator(check_github_repository)] = Field(
+        validation_alias="GITHUB_REPOSITORY")
     # The branch pull requests are opened against; their commit builds on its head.
-    github_base_branch: str = Field(validation_alias="GITHUB_BASE_BRANCH", min_length=1)
+    github_base_branch: Annotated[str, AfterValidator(check_git_branch)] = Field(validation_alias="GITHUB_BASE_BRANCH")
     github_token_secret_arn: str = Field(validation_alias="GITHUB_TOKEN_SECRET_ARN", min_length=1)
 
 

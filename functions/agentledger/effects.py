@@ -7,6 +7,7 @@ leaves the idempotency record INPROGRESS, and an exception deletes it, so a retr
 again. Reconciliation with the receiver (by the key it carries) closes that gap."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import PurePosixPath
@@ -241,6 +242,15 @@ def _test_counts(ledger: Ledger) -> str:
     return str(report.get("outcome", "not run")) + (f" ({shown})" if shown else "")
 
 
+def quoted_text(text: str) -> str:
+    """Text as a fenced code block, which GitHub shows as it is: no Markdown, no @mention, no
+    issue-closing keyword, no line that passes for one of agentledger's own. The fence is longer
+    than any run of backticks inside, so the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
 def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
     committed = ledger.committed_keys()
@@ -248,7 +258,9 @@ def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     review = ledger.review
     generation = _generation(ledger, artifacts)
     lines = [
-        f"Tests written by agentledger run `{run.run_id}` for: {run.request}",
+        f"Tests written by agentledger run `{run.run_id}` for this request:",
+        "",
+        quoted_text(run.request),
         "",
         *([*value_markdown(generation), ""] if generation else []),
         f"- **Plan digest:** `{run.plan_digest}`",
@@ -260,7 +272,8 @@ def _pull_request(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
         *[f"- {name}: `{uri}`" for name, uri in sorted(_links(ledger, artifacts).items())],
     ]
     return {"title": f"agentledger: tests for {_repository_name(ledger)} ({run.run_id})", "body": "\n".join(lines),
-            "commit_message": f"Add tests written by agentledger run {run.run_id}\n\n{run.request}",
+            # Not the request: a commit message is not Markdown, and "Fixes #N" in it would close an issue.
+            "commit_message": f"Add tests written by agentledger run {run.run_id}",
             FILES_ARTIFACT: files.model_dump(mode="json")}
 
 
@@ -275,9 +288,10 @@ def _ticket(ledger: Ledger, artifacts: ArtifactPort) -> dict[str, Any]:
     run = ledger.run
     pull_request = _confirmed_url(ledger, "pull_request")
     lines = [
-        f"agentledger run `{run.run_id}` finished its review and is being completed.",
+        f"agentledger run `{run.run_id}` finished its review and is being completed. It was asked:",
         "",
-        f"- **Request:** {run.request}",
+        quoted_text(run.request),
+        "",
         f"- **Repository:** `{run.repository}` at `{run.revision}`",
         f"- **Plan digest:** `{run.plan_digest}` (approved)",
         *([f"- **Pull request:** {pull_request}"] if pull_request else []),

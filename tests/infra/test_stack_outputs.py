@@ -265,6 +265,14 @@ def test_an_allow_list_that_is_empty_or_names_what_codebuild_does_not_have_is_re
         build_app(context={key: value}, outdir=tmp_path)
 
 
+@pytest.mark.parametrize(("key", "value"), [("githubApiUrl", "http://github.example.com/api/v3"),
+                                            ("githubRepository", "not-a-repository"),
+                                            ("githubBaseBranch", "main..dev")])
+def test_github_settings_that_the_functions_would_refuse_are_refused_at_synth(tmp_path, key, value) -> None:
+    with pytest.raises(ValueError, match=f"context {key}: "):
+        build_app(context={key: value}, outdir=tmp_path)
+
+
 @pytest.mark.parametrize("value", ["yes", "1", ""])
 def test_isolated_test_builds_must_be_true_or_false(tmp_path, value: str) -> None:
     with pytest.raises(ValueError, match="isolatedTestBuilds must be true or false"):

@@ -2,6 +2,8 @@
 (loopback)."""
 from __future__ import annotations
 
+import http.server
+import threading
 import time
 
 import pytest
@@ -145,3 +147,38 @@ def test_a_second_pull_request_for_the_same_branch_is_refused(tracker):
 def test_a_missing_base_branch_is_a_rejection_that_names_it(tracker):
     with pytest.raises(ReceiverRejectedError, match="404"):
         GitHubPullRequests(_api(tracker), "trunk").send(PR_KEY, PR_PAYLOAD)
+
+
+def test_a_redirect_is_not_followed_with_the_token(tracker):
+    """GitHub answers a renamed repository with a redirect; another host must never get the token."""
+    seen: list[str | None] = []
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 — http.server's name
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"[]")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    class Redirecting(Elsewhere):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(307)
+            self.send_header("Location", f"http://localhost:{other.server_address[1]}{self.path}")
+            self.end_headers()
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    first = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    for server in (other, first):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = GitHubApi(f"http://127.0.0.1:{first.server_address[1]}", "acme/widgets", TOKEN, 2.0)
+        with pytest.raises(ReceiverRejectedError, match="307 .* not followed with the token"):
+            GitHubIssues(api).find("run-1/ticket/abc")
+        assert seen == []
+    finally:
+        for server in (other, first):
+            server.shutdown()
+            server.server_close()

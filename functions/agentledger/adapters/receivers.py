@@ -19,6 +19,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from ..config import check_github_api_url
 from ..ports import (
     Confirmation,
     ReceiverErrorResponse,
@@ -37,11 +38,29 @@ def key_marker(key: str) -> str:
     return f"<!-- {MARKER_PREFIX} {key} -->"
 
 
+def carries_marker(body: str | None, key: str) -> bool:
+    """The key marker as the body's last line, where agentledger puts it: anywhere else (quoted
+    inside the request text, say) it was not written by agentledger for this key."""
+    lines = (body or "").rstrip().splitlines()
+    return bool(lines) and lines[-1].strip() == key_marker(key)
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is answered as an error: following it would send the token to wherever it points."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 class GitHubApi:
     """GitHub's REST API, its answers sorted into what is known about a write."""
 
     def __init__(self, api_url: str, repository: str, token: str, timeout_s: float) -> None:
-        self.api = api_url.rstrip("/")
+        self.api = check_github_api_url(api_url).rstrip("/")
         self.repository = repository
         self._token = token
         self._timeout_s = timeout_s
@@ -60,9 +79,15 @@ class GitHubApi:
                      "Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+            with _OPENER.open(request, timeout=self._timeout_s) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
+            if 300 <= error.code < 400:
+                raise ReceiverRejectedError(
+                    f"GitHub answered {error.code} to {method} {path}, a redirect to "
+                    f"{str(error.headers.get('Location', '?'))[:200]}; not followed with the token (a renamed or "
+                    "moved repository: set githubRepository, or githubApiUrl, to where it is now)",
+                    {"status": error.code}) from error
             detail = _error_body(error)
             if error.code in (408, 429) or error.code >= 500:
                 raise ReceiverErrorResponse(f"GitHub answered {error.code} to {method} {path}", detail) from error
@@ -86,12 +111,11 @@ class GitHubIssues:
         self._api = api
 
     def find(self, key: str) -> list[Confirmation]:
-        marker = key_marker(key)
         found: list[Confirmation] = []
         for page in range(1, MAX_LIST_PAGES + 1):
             query = urllib.parse.urlencode({"labels": TICKET_LABEL, "state": "all", "per_page": 100, "page": page})
             issues = self._api.call("GET", f"issues?{query}")
-            found += [_issue_confirmation(i) for i in issues if marker in (i.get("body") or "")]
+            found += [_issue_confirmation(i) for i in issues if carries_marker(i.get("body"), key)]
             if len(issues) < 100:
                 return found
         return found
@@ -104,7 +128,7 @@ class GitHubIssues:
 
     def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
         issue = self._api.call("GET", f"issues/{confirmation.raw.get('number')}")
-        if key_marker(key) not in (issue.get("body") or ""):
+        if not carries_marker(issue.get("body"), key):
             raise ReceiverErrorResponse(f"issue {confirmation.receiver_id} does not carry key {key}", issue)
         return _issue_confirmation(issue)
 
@@ -128,10 +152,9 @@ class GitHubPullRequests:
         self._base = base_branch
 
     def find(self, key: str) -> list[Confirmation]:
-        marker = key_marker(key)
         head = urllib.parse.quote(f"{self._api.owner}:{pull_request_branch(key)}", safe="")
         pulls = self._api.call("GET", f"pulls?head={head}&state=all&per_page=100")
-        return [_pull_confirmation(p) for p in pulls if marker in (p.get("body") or "")]
+        return [_pull_confirmation(p) for p in pulls if carries_marker(p.get("body"), key)]
 
     def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
         branch = pull_request_branch(key)
@@ -163,7 +186,7 @@ class GitHubPullRequests:
 
     def read_back(self, confirmation: Confirmation, key: str) -> Confirmation:
         pull = self._api.call("GET", f"pulls/{confirmation.raw.get('number')}")
-        if key_marker(key) not in (pull.get("body") or ""):
+        if not carries_marker(pull.get("body"), key):
             raise ReceiverErrorResponse(f"pull request {confirmation.receiver_id} does not carry key {key}", pull)
         return _pull_confirmation(pull)
 
