@@ -72,6 +72,9 @@ class ArtifactPort(Protocol):
     def read(self, key: str) -> bytes | None:
         """An object that is not content-addressed (a build's upload); None when absent."""
 
+    def has_repository(self, url: str) -> bool:
+        """Whether an uploaded repository tarball is at s3://bucket/key."""
+
     def list_keys(self, prefix: str) -> list[str]: ...
 
 

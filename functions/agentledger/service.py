@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from agentledger.records import new_decision
-from agentledger.source import SourceSnapshot, upload_key
+from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_owner, uploaded_by
 
 from . import metric_names
 from .config import ApiSettings
@@ -55,8 +55,8 @@ RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 
 class CreateRunRequest(BaseModel):
     repository: str = Field(min_length=1, max_length=1024,
-                            description="s3://<bucket>/repositories/<sha256>.tar.gz from POST /uploads; "
-                                        "locally, a directory under a root the server allows")
+                            description="s3://<bucket>/repositories/<owner>/<sha256>.tar.gz from the caller's "
+                                        "POST /uploads; locally, a directory under a root the server allows")
     request: str = Field(min_length=1, max_length=4000, description="what the agent is asked to do")
     revision: str | None = Field(default=None, max_length=200,
                                  description="expected revision; refused if the repository is elsewhere")
@@ -108,9 +108,12 @@ class RunSummary(BaseModel):
 
 class UploadGrant(BaseModel):
     repository: str = Field(description="what to start the run on once the tarball is uploaded")
+    uploaded: bool = Field(False, description="true when this caller uploaded this tarball before: an upload "
+                                              "is never replaced, so no grant is given; start the run on `repository`")
     expires_in_s: int
-    url: str = Field(description="where to POST the tarball, as multipart/form-data")
-    fields: dict[str, str] = Field(description="the form fields to send with it, the file last")
+    url: str | None = Field(description="where to POST the tarball, as multipart/form-data; null when `uploaded`")
+    fields: dict[str, str] | None = Field(description="the form fields to send with it, the file last; null when "
+                                                      "`uploaded`")
 
 
 class RunPage(BaseModel):
@@ -271,6 +274,7 @@ class RunService:
     # -- create ----------------------------------------------------------------------------
     def create(self, body: CreateRunRequest, idempotency_key: str | None, actor: str) -> dict[str, Any]:
         run_id = run_id_for(idempotency_key, actor)
+        self._check_uploader(body.repository, actor)
         try:
             revision = self.sources.revision(body.repository)
         except RepositoryNotAllowedError as error:
@@ -295,13 +299,30 @@ class RunService:
         self.executions.start(name, run_id)
         return self._summary(run)
 
-    def grant_upload(self, body: UploadRequest) -> dict[str, Any]:
-        """A presigned POST for exactly this tarball: its key names its digest (checked again when
-        a run reads it) and its size is the one declared."""
-        key = upload_key(body.sha256)
+    def grant_upload(self, body: UploadRequest, actor: str) -> dict[str, Any]:
+        """A presigned POST for exactly this tarball, under the caller's own prefix: its key names
+        its digest (checked again when a run reads it) and its size is the one declared. A key that
+        exists gets no grant: an upload is never replaced, by anyone."""
+        key = upload_key(body.sha256, upload_owner(duty_holder(actor)))
+        repository = f"s3://{self.artifacts.bucket}/{key}"
+        if self.artifacts.has_repository(repository):
+            return UploadGrant(repository=repository, uploaded=True, expires_in_s=0, url=None,
+                               fields=None).model_dump(mode="json")
         grant = self.artifacts.upload_grant(key, body.size, UPLOAD_GRANT_SECONDS, min_bytes=body.size)
-        return UploadGrant(repository=f"s3://{self.artifacts.bucket}/{key}", expires_in_s=UPLOAD_GRANT_SECONDS,
-                           **grant).model_dump(mode="json")
+        return UploadGrant(repository=repository, expires_in_s=UPLOAD_GRANT_SECONDS, **grant).model_dump(mode="json")
+
+    def _check_uploader(self, repository: str, actor: str) -> None:
+        """A run starts only on the caller's own upload: another principal's tarball is its code."""
+        if not repository.startswith("s3://"):
+            return  # a local path: the resolver applies its roots
+        key = repository.removeprefix("s3://").partition("/")[2]
+        owner = uploaded_by(key)
+        if owner is not None and owner != upload_owner(duty_holder(actor)):
+            raise RepositoryRejectedError(f"{repository} was uploaded by another principal; upload the tree yourself "
+                                          "(`agentledger run PATH` does it)")
+        if owner is None and UPLOAD_KEY.match(key):
+            raise RepositoryRejectedError(f"{repository} is an upload from before uploads were per principal; "
+                                          "upload the tree again (`agentledger run PATH` does it)")
 
     def _summary(self, run: Run) -> dict[str, Any]:
         return RunSummary(run_id=run.run_id, status=run.status, state=run.state, execution=run.active_execution,

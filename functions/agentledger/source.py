@@ -8,6 +8,7 @@ hashed has exactly the files of that snapshot, so it is not hashed again."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -33,11 +34,24 @@ GIT_TIMEOUT_S = 30
 CLEAN_SNAPSHOTS_KEPT = 8
 # Uploaded repositories: s3://<artifact bucket>/repositories/<sha256>.tar.gz, named by their digest.
 UPLOAD_PREFIX = "repositories/"
-UPLOAD_KEY = re.compile(r"^repositories/[0-9a-f]{64}\.tar\.gz$")
+# repositories/<owner>/<sha256>.tar.gz: each principal uploads under a prefix of its own, so no
+# one else can be granted its keys. Runs recorded before owners existed name repositories/<sha256>.tar.gz.
+UPLOAD_KEY = re.compile(r"^repositories/(?:(?P<owner>[0-9a-f]{24})/)?[0-9a-f]{64}\.tar\.gz$")
 
 
-def upload_key(sha256: str) -> str:
-    return f"{UPLOAD_PREFIX}{sha256}.tar.gz"
+def upload_owner(principal: str) -> str:
+    """The upload prefix of a principal (as separation of duties names it: a role, not a session)."""
+    return hashlib.sha256(principal.encode()).hexdigest()[:24]
+
+
+def upload_key(sha256: str, owner: str) -> str:
+    return f"{UPLOAD_PREFIX}{owner}/{sha256}.tar.gz"
+
+
+def uploaded_by(key: str) -> str | None:
+    """The owner prefix of an upload key; None for another key, or one from before owners."""
+    matched = UPLOAD_KEY.match(key)
+    return matched["owner"] if matched else None
 
 
 

@@ -210,8 +210,7 @@ def create_run(
           **_contract(HTTPStatus.CREATED, UploadGrant, "the upload grant",
                       {HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate"}))
 def grant_upload(body: Annotated[UploadRequest, Body()]) -> dict[str, Any]:
-    _caller()  # only a signed caller gets a grant
-    return service().grant_upload(body)
+    return service().grant_upload(body, _caller())  # only a signed caller gets a grant, under its own prefix
 
 
 @app.get("/runs", summary="List runs, newest first", operation_id="list_runs", **_contract(

@@ -217,8 +217,10 @@ def _uploaded(client: ApiClient, repository: Path, args: argparse.Namespace) -> 
         print(f"packaged {package.files} files of {repository} ({package.sha256[:12]}, {len(package.data)} bytes); "
               "uploading...", file=sys.stderr, flush=True)
     grant = client.post("/uploads", {"sha256": package.sha256, "size": len(package.data)})
+    if grant.get("uploaded"):  # this tree, uploaded before by this caller: never replaced
+        return str(grant["repository"])
     upload(grant, package.data)
-    return grant["repository"]
+    return str(grant["repository"])
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -379,7 +379,7 @@ def test_run_upload_sends_the_working_tree_without_ignored_files(cli: Cli, api_u
 
     run = waited["run"]
     assert run["status"] == "awaiting_review", run
-    assert re.fullmatch(r"s3://[a-z0-9.-]+/repositories/[0-9a-f]{64}\.tar\.gz", run["repository"])
+    assert re.fullmatch(r"s3://[a-z0-9.-]+/repositories/[0-9a-f]{24}/[0-9a-f]{64}\.tar\.gz", run["repository"])
     inventory = next(a for a in waited["artifacts"] if a["name"] == "inventory.json")
     with urllib.request.urlopen(inventory["url"], timeout=10) as response:
         listed = response.read().decode()
@@ -395,6 +395,8 @@ def _grant(api_url: str, data: bytes) -> dict[str, Any]:
 
 
 def test_the_upload_grant_takes_its_own_key_and_size_only(api_url: str) -> None:
+    import hashlib  # noqa: PLC0415
+
     from infra.cli.client import ApiError, upload  # noqa: PLC0415
 
     data = b"\x1f\x8b" + b"0" * 98
@@ -404,6 +406,13 @@ def test_the_upload_grant_takes_its_own_key_and_size_only(api_url: str) -> None:
     with pytest.raises(ApiError, match="Policy Condition failed"):
         upload({**grant, "fields": {**grant["fields"], "key": "runs/run-00000000000000000000/plan/plan.json"}}, data)
     upload(grant, data)  # exactly what was granted
+
+    # Never replaced: no second grant for it, and another principal's grant is for a key of its own.
+    digest = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    again = http(api_url, "POST", "/uploads", digest)
+    assert again.status == 201 and again.body["uploaded"] is True and again.body["url"] is None
+    theirs = http(api_url, "POST", "/uploads", digest, profile=REVIEWER)
+    assert theirs.body["uploaded"] is False and theirs.body["repository"] != grant["repository"]
 
     refused = http(api_url, "POST", "/uploads", {"sha256": "../../etc", "size": 10})
     assert refused.status == 422 and "body.sha256" in refused.body["message"]
@@ -415,7 +424,7 @@ def test_a_run_from_another_bucket_or_prefix_is_refused_naming_the_rule(api_url:
     for repository in ("s3://someone-elses-bucket/repositories/" + "ab" * 32 + ".tar.gz",
                        "s3://any/runs/run-1/plan/plan.json"):
         response = http(api_url, "POST", "/runs", {"repository": repository, "request": "x"})
-        assert response.status == 422 and "repositories/<sha256>.tar.gz only" in response.body["message"]
+        assert response.status == 422 and "repositories/<owner>/<sha256>.tar.gz only" in response.body["message"]
 
 
 # --- a good Unix tool ------------------------------------------------------------------------------

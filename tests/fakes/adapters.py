@@ -111,6 +111,10 @@ class InMemoryArtifacts(ContentAddressedArtifacts):
     def read(self, key: str) -> bytes | None:
         return self.objects.get(key)
 
+    def has_repository(self, url: str) -> bool:
+        bucket, _, key = url.removeprefix("s3://").partition("/")
+        return bucket == self.bucket and key in self.objects
+
     def list_keys(self, prefix: str) -> list[str]:
         return sorted(key for key in self.objects if key.startswith(prefix))
 

@@ -15,6 +15,7 @@ from agentledger.service import (
     RepositoryRejectedError,
     ReviewRequest,
     RunConflictError,
+    UploadRequest,
 )
 from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, UP_TO_REVIEW, World, build_world
 
@@ -213,3 +214,25 @@ def test_separation_of_duties_compares_an_assumed_role_by_its_role_not_its_sessi
     else:
         with pytest.raises(ReviewForbiddenError, match="as arn:aws:iam::123456789012:role/Developers"):
             world.service.review(created["run_id"], review, reviewer)
+
+
+def test_an_upload_is_granted_under_the_callers_own_prefix_and_never_replaced(world: World) -> None:
+    request = UploadRequest(sha256="ab" * 32, size=100)
+    mine = world.service.grant_upload(request, REQUESTER)
+    theirs = world.service.grant_upload(request, REVIEWER)
+    assert mine["repository"] != theirs["repository"]  # same tarball, another principal: another key
+    assert mine["url"] and not mine["uploaded"]
+
+    world.artifacts.objects[mine["repository"].split("/", 3)[3]] = b"uploaded"
+    again = world.service.grant_upload(request, REQUESTER)
+    assert again["uploaded"] is True and again["url"] is None and again["fields"] is None
+    assert again["repository"] == mine["repository"]
+
+
+def test_a_run_starts_only_on_the_callers_own_upload(world: World) -> None:
+    theirs = world.service.grant_upload(UploadRequest(sha256="ab" * 32, size=100), REVIEWER)["repository"]
+    with pytest.raises(RepositoryRejectedError, match="uploaded by another principal"):
+        world.service.create(CreateRunRequest(repository=theirs, request="write tests"), "k1", REQUESTER)
+    old_form = f"s3://{world.artifacts.bucket}/repositories/{'ab' * 32}.tar.gz"
+    with pytest.raises(RepositoryRejectedError, match="from before uploads were per principal"):
+        world.service.create(CreateRunRequest(repository=old_form, request="write tests"), "k2", REQUESTER)

@@ -18,6 +18,7 @@ from agentledger.source import ArchiveLimits, upload_key
 
 BUCKET = "stack-artifacts"
 DIGEST = "ab" * 32
+OWNER = "0123456789abcdef01234567"
 
 
 def resolver(tmp_path: Path, *roots: Path) -> SourceResolver:
@@ -26,17 +27,17 @@ def resolver(tmp_path: Path, *roots: Path) -> SourceResolver:
 
 
 def test_an_uploaded_tarball_in_the_stacks_bucket_is_allowed(tmp_path: Path) -> None:
-    resolver(tmp_path).check_allowed(f"s3://{BUCKET}/{upload_key(DIGEST)}")
+    resolver(tmp_path).check_allowed(f"s3://{BUCKET}/{upload_key(DIGEST, OWNER)}")
 
 
 @pytest.mark.parametrize("url", [
-    f"s3://other-bucket/{upload_key(DIGEST)}",
+    f"s3://other-bucket/{upload_key(DIGEST, OWNER)}",
     f"s3://{BUCKET}/runs/run-1/plan/plan.json",
     f"s3://{BUCKET}/repositories/../runs/x.tar.gz",
     f"s3://{BUCKET}/repositories/not-a-digest.tar.gz",
 ])
 def test_any_other_object_is_refused_before_it_is_looked_up(tmp_path: Path, url: str) -> None:
-    with pytest.raises(RepositoryNotAllowedError, match=f"s3://{BUCKET}/repositories/<sha256>.tar.gz only"):
+    with pytest.raises(RepositoryNotAllowedError, match=f"s3://{BUCKET}/repositories/<owner>/<sha256>.tar.gz only"):
         resolver(tmp_path).check_allowed(url)
 
 
@@ -92,7 +93,7 @@ class CountingBucket:
 def _uploaded(tmp_path: Path, files: dict[str, bytes]) -> tuple[SourceResolver, CountingBucket, str]:
     data = _tarball_of(files)
     bucket = CountingBucket(data)
-    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest())}"
+    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest(), OWNER)}"
     return SourceResolver(bucket, tmp_path / "work"), bucket, url  # type: ignore[arg-type]
 
 
@@ -123,7 +124,7 @@ def test_an_extraction_that_died_midway_is_not_taken_for_the_repository(tmp_path
     partial.mkdir(parents=True)
     (partial / "calc.py").write_bytes(b"x = 1\n")
     snapshot = SourceResolver(CountingBucket(data), tmp_path / "work").snapshot(  # type: ignore[arg-type]
-        f"s3://{BUCKET}/{upload_key(digest)}")
+        f"s3://{BUCKET}/{upload_key(digest, OWNER)}")
     assert sorted(snapshot.files) == ["calc.py", "util.py"]
 
 
@@ -138,7 +139,7 @@ class UploadedBucket(CountingBucket):
 
 def test_a_tarballs_revision_is_the_digest_its_key_names_without_fetching_it(tmp_path: Path) -> None:
     data = _tarball_of({"calc.py": b"x = 1\n"})
-    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest())}"
+    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest(), OWNER)}"
     bucket = UploadedBucket(data, {url})
     sources = SourceResolver(bucket, tmp_path / "work")  # type: ignore[arg-type]
     assert sources.revision(url) == f"sha256:{hashlib.sha256(data).hexdigest()}" == sources.snapshot(url).revision
@@ -148,7 +149,7 @@ def test_a_tarballs_revision_is_the_digest_its_key_names_without_fetching_it(tmp
 def test_the_revision_of_a_tarball_never_uploaded_names_the_upload(tmp_path: Path) -> None:
     sources = SourceResolver(UploadedBucket(b"", set()), tmp_path / "work")  # type: ignore[arg-type]
     with pytest.raises(RepositoryUnavailableError, match="upload it first"):
-        sources.revision(f"s3://{BUCKET}/{upload_key(DIGEST)}")
+        sources.revision(f"s3://{BUCKET}/{upload_key(DIGEST, OWNER)}")
 
 
 def _bomb(size: int) -> bytes:
@@ -170,7 +171,7 @@ def _bomb(size: int) -> bytes:
 ])
 def test_a_tarball_past_a_bound_is_refused_naming_it_and_nothing_is_written(
         tmp_path: Path, data: bytes, limits: ArchiveLimits, refusal: str) -> None:
-    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest())}"
+    url = f"s3://{BUCKET}/{upload_key(hashlib.sha256(data).hexdigest(), OWNER)}"
     sources = SourceResolver(CountingBucket(data), tmp_path / "work", (), limits)  # type: ignore[arg-type]
     with pytest.raises(RepositoryNotAllowedError, match=re.escape(refusal)):
         sources.snapshot(url)

@@ -65,13 +65,14 @@ class SourceResolver:
             bucket, _, key = repository.removeprefix("s3://").partition("/")
             if bucket != self._artifacts.bucket or not UPLOAD_KEY.match(key):
                 raise RepositoryNotAllowedError(
-                    f"repositories are read from s3://{self._artifacts.bucket}/{UPLOAD_PREFIX}<sha256>.tar.gz only, "
+                    f"repositories are read from s3://{self._artifacts.bucket}/{UPLOAD_PREFIX}<owner>/<sha256>.tar.gz "
+                    "only, "
                     "as uploaded through POST /uploads (`agentledger run PATH` does it)")
             return
         if not self._local_roots:
             raise RepositoryNotAllowedError(
                 "this deployment does not read local paths; upload the repository (`agentledger run PATH` does it) "
-                f"and pass s3://{self._artifacts.bucket}/{UPLOAD_PREFIX}<sha256>.tar.gz")
+                f"and pass s3://{self._artifacts.bucket}/{UPLOAD_PREFIX}<owner>/<sha256>.tar.gz")
         if not Path(repository).is_absolute():
             raise RepositoryNotAllowedError(f"local repository {repository!r} must be an absolute path")
         resolved = Path(repository).resolve()  # symlinks followed: a link cannot lead outside
