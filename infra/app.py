@@ -15,7 +15,7 @@ from agentledger.config import check_git_branch, check_github_api_url, check_git
 from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT
-from infra.constructs.functions import PlannerConfig
+from infra.constructs.functions import Concurrency, PlannerConfig
 from infra.stack import AgentLedgerStack
 
 STACK_ID = "AgentLedgerStack"
@@ -41,6 +41,10 @@ DEFAULT_BUILD_IMAGES = DEFAULT_IMAGE
 DEFAULT_ARCHIVE_MAX_MEMBERS = ArchiveLimits.max_members
 DEFAULT_ARCHIVE_MAX_BYTES = ArchiveLimits.max_bytes
 DEFAULT_ARCHIVE_MAX_RATIO = ArchiveLimits.max_ratio
+# Reserved concurrency of the API and of each state-machine task, and concurrent test builds.
+DEFAULT_API_CONCURRENCY = Concurrency.api
+DEFAULT_STAGE_CONCURRENCY = Concurrency.stages
+DEFAULT_TEST_BUILD_CONCURRENCY = Concurrency.test_builds
 PLANNERS = ("pynguin", "doctest", "bedrock")
 # The planner's defaults are PlannerConfig's: Pynguin, no model called.
 DEFAULT_PLANNER = PlannerConfig.planner
@@ -184,6 +188,12 @@ def build_app(
                 "archiveMaxMembers", _context(app, "archiveMaxMembers", DEFAULT_ARCHIVE_MAX_MEMBERS)),
             max_bytes=_positive_int("archiveMaxBytes", _context(app, "archiveMaxBytes", DEFAULT_ARCHIVE_MAX_BYTES)),
             max_ratio=_positive_int("archiveMaxRatio", _context(app, "archiveMaxRatio", DEFAULT_ARCHIVE_MAX_RATIO)),
+        ),
+        concurrency=Concurrency(
+            api=_positive_int("apiConcurrency", _context(app, "apiConcurrency", DEFAULT_API_CONCURRENCY)),
+            stages=_positive_int("stageConcurrency", _context(app, "stageConcurrency", DEFAULT_STAGE_CONCURRENCY)),
+            test_builds=_positive_int("testBuildConcurrency",
+                                      _context(app, "testBuildConcurrency", DEFAULT_TEST_BUILD_CONCURRENCY)),
         ),
         isolated_test_builds=_flag(
             "isolatedTestBuilds", _context(app, "isolatedTestBuilds", DEFAULT_ISOLATED_TEST_BUILDS)

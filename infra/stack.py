@@ -12,7 +12,7 @@ from agentledger.testrun.layout import build_timeout_minutes
 from infra.constructs.access import AccessPolicies
 from infra.constructs.api import Api
 from infra.constructs.build_sandbox import BuildSandbox
-from infra.constructs.functions import Functions, PlannerConfig
+from infra.constructs.functions import Concurrency, Functions, PlannerConfig
 from infra.constructs.notifications import Notifications
 from infra.constructs.observability import Observability
 from infra.constructs.storage import Storage
@@ -33,6 +33,7 @@ class AgentLedgerStack(Stack):
         build_computes: tuple[str, ...],
         build_images: tuple[str, ...],
         archive_limits: ArchiveLimits,
+        concurrency: Concurrency,
         isolated_test_builds: bool,
         allow_self_approval: bool,
         github_base_branch: str,
@@ -59,6 +60,7 @@ class AgentLedgerStack(Stack):
             timeout_minutes=build_timeout_minutes(test_timeout_limit_seconds),
             isolated=isolated_test_builds,
             artifact_bucket=storage.artifact_bucket,
+            concurrent_builds=concurrency.test_builds,
         )
         functions = Functions(
             self,
@@ -70,6 +72,7 @@ class AgentLedgerStack(Stack):
             build_computes=build_computes,
             build_images=build_images,
             archive_limits=archive_limits,
+            concurrency=concurrency,
             environment_name=environment_name,
             allow_self_approval=allow_self_approval,
             review_empty_plans=review_empty_plans,

@@ -178,10 +178,16 @@ def check_git_branch(name: str) -> str:
     return name
 
 
-class EffectSettings(IdempotencySettings):
-    """A function that delivers external writes: notifications, tickets, pull requests."""
+class NotificationSettings(IdempotencySettings):
+    """A function that delivers notifications, and no other external write."""
 
     notification_topic_arn: str = Field(validation_alias="NOTIFICATION_TOPIC_ARN", min_length=1)
+
+
+class EffectSettings(NotificationSettings):
+    """A function that delivers every external write: notifications, tickets, pull requests (so
+    it alone is told about GitHub and may read its token)."""
+
     github_api_url: Annotated[str, AfterValidator(check_github_api_url)] = Field(validation_alias="GITHUB_API_URL")
     # OWNER/NAME; empty turns tickets and pull requests off.
     github_repository: Annotated[str, AfterValidator(check_github_repository)] = Field(
@@ -191,8 +197,9 @@ class EffectSettings(IdempotencySettings):
     github_token_secret_arn: str = Field(validation_alias="GITHUB_TOKEN_SECRET_ARN", min_length=1)
 
 
-class ReviewRequestSettings(WorkflowSettings, EffectSettings):
-    """The review request: it registers the review, then notifies the reviewers."""
+class ReviewRequestSettings(WorkflowSettings, NotificationSettings):
+    """The review request: it registers the review, then notifies the reviewers (it never writes
+    to GitHub, so it is not given the token)."""
 
 
 class ApiSettings(IdempotencySettings, ExecutionSettings):

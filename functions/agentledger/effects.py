@@ -35,7 +35,7 @@ from agentledger.ports import (
 from agentledger.records import new_decision
 
 from . import faults, metric_names
-from .config import EffectSettings
+from .config import NotificationSettings
 from .errors import (
     EffectFailedError,
     EffectInProgressError,
@@ -59,7 +59,7 @@ def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
 
 
 class EffectRunner:
-    def __init__(self, settings: EffectSettings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
+    def __init__(self, settings: NotificationSettings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
                  receivers: dict[str, Receiver], persistence: BasePersistenceLayer, metrics: MetricSink) -> None:
         self.settings = settings
         self.ledger = ledger

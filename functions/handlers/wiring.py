@@ -37,6 +37,7 @@ from agentledger.config import (
     EffectSettings,
     FunctionSettings,
     KeeperSettings,
+    NotificationSettings,
     WorkflowSettings,
 )
 from agentledger.cursors import CursorSeal
@@ -139,10 +140,10 @@ def _agent(settings: WorkflowSettings) -> Agent:
     return ReferenceAgent(planner=planner, limits=limits)
 
 
-def _receivers(settings: EffectSettings) -> dict[str, Receiver]:
+def _receivers(settings: NotificationSettings) -> dict[str, Receiver]:
     receivers: dict[str, Receiver] = {
         "notifications": SnsNotifications(settings.notification_topic_arn, boto3.client("sns"))}
-    if settings.github_repository:
+    if isinstance(settings, EffectSettings) and settings.github_repository:
         token = parameters.get_secret(settings.github_token_secret_arn, max_age=TOKEN_CACHE_SECONDS)
         github = GitHubApi(settings.github_api_url, settings.github_repository, str(token), RECEIVER_TIMEOUT_SECONDS)
         receivers["tickets"] = GitHubIssues(github)
@@ -151,7 +152,7 @@ def _receivers(settings: EffectSettings) -> dict[str, Receiver]:
 
 
 @lru_cache(maxsize=8)
-def effects(settings: EffectSettings) -> EffectRunner:
+def effects(settings: NotificationSettings) -> EffectRunner:
     ledger, artifacts, sources = _stores(settings)
     return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings),
                         DynamoDBPersistenceLayer(table_name=settings.idempotency_table), sink)

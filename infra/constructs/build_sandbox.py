@@ -53,6 +53,7 @@ class BuildSandbox(Construct):
         timeout_minutes: int,
         isolated: bool,
         artifact_bucket: s3.IBucket,
+        concurrent_builds: int,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -105,6 +106,8 @@ class BuildSandbox(Construct):
                 privileged=False,
             ),
             timeout=Duration.minutes(timeout_minutes),
+            # What the repositories' builds may run at once: the operator's bound on build minutes.
+            concurrent_build_limit=concurrent_builds,
             cache=codebuild.Cache.local(codebuild.LocalCacheMode.CUSTOM),
             logging=codebuild.LoggingOptions(
                 cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)

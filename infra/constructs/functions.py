@@ -65,8 +65,10 @@ class FunctionSpec:
     # Runs the workflow (a stage, the assessment, the classifier, the review keeper), so it gets
     # the workflow's settings: the agent, the planner, the bounds on builds and workspaces.
     runs_workflow: bool = True
-    # Delivers external writes: publishes to the notification topic and opens GitHub tickets.
-    delivers_effects: bool = False
+    # Publishes to the notification topic (the review request, and every effect delivery).
+    notifies: bool = False
+    # Delivers the GitHub effects (tickets, pull requests), so it alone may read the GitHub token.
+    writes_to_github: bool = False
     # Starts and watches the test builds of the build sandbox.
     starts_test_builds: bool = False
     # Applies people's review decisions, so it enforces separation of duties.
@@ -77,6 +79,17 @@ class FunctionSpec:
     plans: bool = False
     # Hands out list cursors, sealed with the cursor signing key.
     signs_cursors: bool = False
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """What may run at once (the *Concurrency context keys): reserved concurrency of the API and of
+    each state-machine task, so a flood of requests or runs cannot take the account's whole pool
+    (nor be starved by other functions), and the test builds CodeBuild runs at once."""
+
+    api: int = 20
+    stages: int = 20
+    test_builds: int = 10
 
 
 @dataclass(frozen=True)
@@ -138,7 +151,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         # Registers the review, then notifies the reviewers through the effects layer; short for
         # the same reason as EffectFunction (the idempotency lock of a crashed attempt).
         idempotency=Access.READ_WRITE,
-        delivers_effects=True,
+        notifies=True,
     ),
     FunctionSpec("CompleteFunction", "handlers.stages.complete", 300),
     FunctionSpec("ClassifyFunction", "handlers.control.classify", 60),
@@ -149,7 +162,8 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         artifacts=Access.READ,
         idempotency=Access.READ_WRITE,  # every effect is a Powertools idempotent_function
         runs_workflow=False,
-        delivers_effects=True,
+        notifies=True,
+        writes_to_github=True,
     ),
     FunctionSpec(
         "ReviewKeeperFunction", "handlers.review.keep_alive", 60,
@@ -184,6 +198,7 @@ class Functions(Construct):
         build_computes: tuple[str, ...],
         build_images: tuple[str, ...],
         archive_limits: ArchiveLimits,
+        concurrency: Concurrency,
         environment_name: str,
         allow_self_approval: bool,
         review_empty_plans: bool,
@@ -194,6 +209,7 @@ class Functions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._planner = planner
+        self._concurrency = concurrency
         self._storage = storage
         self._notifications = notifications
         self._build_sandbox = build_sandbox
@@ -237,8 +253,8 @@ class Functions(Construct):
         self._idempotency_environment = {"IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name}
         self._cursor_environment = {"CURSOR_SIGNING_SECRET_ARN": storage.cursor_signing_key.secret_arn}
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
-        self._effect_environment = {
-            "NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn,
+        self._notification_environment = {"NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn}
+        self._github_environment = {
             "GITHUB_API_URL": notifications.github_api_url,
             "GITHUB_REPOSITORY": notifications.github_repository,
             "GITHUB_BASE_BRANCH": notifications.github_base_branch,
@@ -315,11 +331,14 @@ class Functions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             role=role,
+            reserved_concurrent_executions=(self._concurrency.api if spec.name == "ApiFunction"
+                                            else self._concurrency.stages if spec.state_machine_task else None),
             environment={
                 **self._common_environment,
                 **(self._idempotency_environment if spec.idempotency is not Access.NONE else {}),
                 **(self._workflow_environment if spec.runs_workflow else {}),
-                **(self._effect_environment if spec.delivers_effects else {}),
+                **(self._notification_environment if spec.notifies else {}),
+                **(self._github_environment if spec.writes_to_github else {}),
                 **(self._build_environment if spec.starts_test_builds else {}),
                 **(self._review_environment if spec.decides_reviews else {}),
                 **(self._cursor_environment if spec.signs_cursors else {}),
@@ -338,8 +357,12 @@ class Functions(Construct):
                 actions=["bedrock:InvokeModel"],
                 resources=[Stack.of(self).format_arn(service="bedrock", account="", resource="foundation-model",
                                                      resource_name=self._planner.model_id)]))
-        if spec.delivers_effects:
-            self._grant_receivers(role)
+        if spec.notifies:
+            self._grant_notifications(role)
+        if spec.writes_to_github:
+            token = self._notifications.github_token_secret
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"], resources=[token.secret_arn]))
         if spec.starts_test_builds:
             role.add_to_principal_policy(
                 iam.PolicyStatement(
@@ -352,20 +375,21 @@ class Functions(Construct):
         return function
 
     def _grant_data_access(self, role: iam.Role, spec: FunctionSpec) -> None:
-        _grant_table(self._storage.ledger_table, role, spec.ledger, has_indexes=True)
-        _grant_table(self._storage.idempotency_table, role, spec.idempotency, has_indexes=False)
+        if spec.ledger is not Access.NONE:
+            _grant_table(self._storage.ledger_table, role, _LEDGER_ACTIONS[spec.ledger], has_indexes=True)
+        if spec.idempotency is not Access.NONE:
+            _grant_table(self._storage.idempotency_table, role, _IDEMPOTENCY_ACTIONS, has_indexes=False)
         _grant_bucket(self._storage.artifact_bucket, role, spec.artifacts)
         if spec.grants_uploads:
             # A presigned POST carries its signer's permissions: PutObject under the upload prefix only.
             bucket = self._storage.artifact_bucket
+            # (Its wildcard is acknowledged with the bucket's: each grant names one <owner>/<sha256> key.)
             role.add_to_principal_policy(iam.PolicyStatement(
                 actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{UPLOAD_PREFIX}*")]))
-            _acknowledge_wildcard(role, f"{_reference(bucket, 'Arn')}/{UPLOAD_PREFIX}*",
-                                  "Upload grants name one repositories/<sha256>.tar.gz key each, chosen per request.")
 
-    def _grant_receivers(self, role: iam.Role) -> None:
-        """Publish to the notification topic and read the GitHub token: exact actions, rather than
-        Topic.grant_publish's kms:GenerateDataKey* and Secret.grant_read's DescribeSecret."""
+    def _grant_notifications(self, role: iam.Role) -> None:
+        """Publish to the notification topic: exact actions, rather than Topic.grant_publish's
+        kms:GenerateDataKey*."""
         notifications = self._notifications
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["sns:Publish"], resources=[notifications.topic.topic_arn])
@@ -377,22 +401,23 @@ class Functions(Construct):
                 resources=[notifications.topic_key.key_arn],
             )
         )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["secretsmanager:GetSecretValue"],
-                resources=[notifications.github_token_secret.secret_arn],
-            )
-        )
 
 
-def _grant_table(table: dynamodb.Table, role: iam.Role, access: Access, *, has_indexes: bool) -> None:
-    if access is Access.NONE:
-        return
-    if access is Access.READ:
-        table.grant_read_data(role)
-    else:
-        table.grant_read_write_data(role)
-    if has_indexes:  # the grant then also covers <table>/index/*
+# Exactly what the code calls. The ledger: GetItem and Query to read (the run, its records, the
+# two indexes that list runs), PutItem to write (every change is a transaction of conditional Puts).
+_LEDGER_ACTIONS = {
+    Access.READ: ["dynamodb:GetItem", "dynamodb:Query"],
+    Access.READ_WRITE: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
+}
+# Powertools idempotency: reads, puts and updates its record, and deletes it when the call failed.
+_IDEMPOTENCY_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+
+
+def _grant_table(table: dynamodb.Table, role: iam.Role, actions: list[str], *, has_indexes: bool) -> None:
+    role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=[table.table_arn]))
+    if has_indexes:  # queries through this table's indexes, and only queries
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["dynamodb:Query"],
+                                                         resources=[f"{table.table_arn}/index/*"]))
         _acknowledge_wildcard(
             role,
             f"{_reference(table, 'Arn')}/index/*",
@@ -400,29 +425,31 @@ def _grant_table(table: dynamodb.Table, role: iam.Role, access: Access, *, has_i
         )
 
 
-# Explicit object actions rather than Bucket.grant_read_write's GetObject*/DeleteObject*/Abort*
-# wildcards: artifacts are written once by content hash and never deleted by a function.
-_BUCKET_ACTIONS = {
-    Access.READ: ["s3:GetObject"],
-    Access.READ_WRITE: ["s3:GetObject", "s3:PutObject"],
-}
+# The bucket's two prefixes: run artifacts (runs/<run id>/...) and uploaded repositories. Every
+# function with artifact access reads both (a snapshot re-reads its repository); only stage
+# functions write, and under runs/ only. Listing (which the handoff does under one run's stage,
+# and the existence checks under one key) is conditioned on the same prefixes.
+ARTIFACT_PREFIXES = ("runs/", UPLOAD_PREFIX)
 
 
 def _grant_bucket(bucket: s3.Bucket, role: iam.Role, access: Access) -> None:
     if access is Access.NONE:
         return
-    role.add_to_principal_policy(
-        iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn])
-    )
-    role.add_to_principal_policy(
-        iam.PolicyStatement(actions=_BUCKET_ACTIONS[access], resources=[bucket.arn_for_objects("*")])
-    )
-    _acknowledge_wildcard(
-        role,
-        f"{_reference(bucket, 'Arn')}/*",
-        "Artifact keys are content hashes under per-run prefixes chosen at run time; objects of "
-        "this one bucket only.",
-    )
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in ARTIFACT_PREFIXES]}}))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*") for prefix in ARTIFACT_PREFIXES]))
+    if access is Access.READ_WRITE:
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:PutObject"],
+                                                         resources=[bucket.arn_for_objects("runs/*")]))
+    for prefix in ARTIFACT_PREFIXES:
+        _acknowledge_wildcard(
+            role,
+            f"{_reference(bucket, 'Arn')}/{prefix}*",
+            "Artifact keys are content hashes under per-run prefixes, and uploads under per-caller "
+            "prefixes, chosen at run time; objects of this one bucket only.",
+        )
 
 
 def _reference(resource: Construct, attribute: str) -> str:

@@ -169,6 +169,7 @@ def _create_projects(projects: dict[str, dict[str, Any]], resources: dict[str, s
                                                   for v in environment.get("EnvironmentVariables", [])]},
             serviceRole=_resolve_arn(props["ServiceRole"], resources, template, region),
             timeoutInMinutes=int(props.get("TimeoutInMinutes", 60)),
+            **({"concurrentBuildLimit": int(props["ConcurrentBuildLimit"])} if "ConcurrentBuildLimit" in props else {}),
         )
 
 

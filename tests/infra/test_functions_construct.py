@@ -28,14 +28,11 @@ CONTRACT_FUNCTIONS = {
 WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction"}
 ARTIFACT_READERS = {"ApiFunction", "AssessFunction", "ReviewKeeperFunction", "EffectFunction"}
 IDEMPOTENCY_USERS = {"ApiFunction", "EffectFunction", "RequestReviewFunction"}
-EFFECT_DELIVERERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifies the reviewers
+NOTIFIERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifies the reviewers
+GITHUB_WRITERS = {"EffectFunction"}  # tickets and pull requests: the only role that reads the token
 WORKFLOW_RUNNERS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "EffectFunction"}
-EFFECT_ENVIRONMENT = {
-    "NOTIFICATION_TOPIC_ARN",
-    "GITHUB_API_URL",
-    "GITHUB_REPOSITORY",
-    "GITHUB_TOKEN_SECRET_ARN",
-}
+GITHUB_ENVIRONMENT = {"GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_BASE_BRANCH", "GITHUB_TOKEN_SECRET_ARN"}
+STATE_MACHINE_TASKS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "ReviewKeeperFunction"}
 STATES_ACTIONS = {
     "states:StartExecution",
     "states:SendTaskSuccess",
@@ -121,7 +118,8 @@ def test_function_environment(resources, logical_id, name: str) -> None:
     else:
         assert "STATE_MACHINE_ARN" not in variables
     assert ("TEST_BUILD_PROJECT_NAME" in variables) == (name in ("ExecuteFunction", "VerifyFunction"))
-    assert EFFECT_ENVIRONMENT & set(variables) == (EFFECT_ENVIRONMENT if name in EFFECT_DELIVERERS else set())
+    assert ("NOTIFICATION_TOPIC_ARN" in variables) == (name in NOTIFIERS)
+    assert GITHUB_ENVIRONMENT & set(variables) == (GITHUB_ENVIRONMENT if name in GITHUB_WRITERS else set())
 
 
 def test_verify_function_is_told_its_build_project_and_timeout_limit(resources, logical_id) -> None:
@@ -210,6 +208,46 @@ def test_only_stage_functions_write_artifacts(function_statements, logical_id, n
         assert artifact_actions == {"s3:ListBucket", "s3:GetObject"}
     else:
         assert artifact_actions == {"s3:ListBucket", "s3:GetObject", "s3:PutObject"}
+        writes = [statement for statement in function_statements(name) if "s3:PutObject" in str(statement["Action"])]
+        assert [json.dumps(statement["Resource"]).endswith('"/runs/*"]]}') for statement in writes] == [True]
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_objects_are_read_and_listed_under_the_buckets_two_prefixes_only(function_statements, logical_id,
+                                                                          name: str) -> None:
+    bucket = logical_id("AWS::S3::Bucket", "ArtifactBucket")
+    (listing,) = [s for s in function_statements(name) if s["Action"] == "s3:ListBucket"]
+    assert listing["Resource"] == {"Fn::GetAtt": [bucket, "Arn"]}
+    assert sorted(listing["Condition"]["StringLike"]["s3:prefix"]) == ["repositories/*", "runs/*"]
+    (reads,) = [s for s in function_statements(name) if s["Action"] == "s3:GetObject"]
+    assert sorted(resource["Fn::Join"][1][1] for resource in reads["Resource"]) == ["/repositories/*", "/runs/*"]
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+def test_each_function_holds_exactly_the_dynamodb_actions_its_code_calls(function_statements, logical_id,
+                                                                          name: str) -> None:
+    ledger = logical_id("AWS::DynamoDB::Table", "LedgerTable")
+    idempotency = logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
+    by_resource: dict[str, set[str]] = {}
+    for statement in function_statements(name):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if any(action.startswith("dynamodb:") for action in actions):
+            by_resource.setdefault(json.dumps(statement["Resource"]), set()).update(actions)
+    expected = {
+        # Every function records decisions; a change is a transaction of conditional Puts.
+        json.dumps({"Fn::GetAtt": [ledger, "Arn"]}): {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"},
+        json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [ledger, "Arn"]}, "/index/*"]]}): {"dynamodb:Query"},
+    }
+    if name in IDEMPOTENCY_USERS:
+        expected[json.dumps({"Fn::GetAtt": [idempotency, "Arn"]})] = {
+            "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+    assert by_resource == expected
+
+
+def test_the_api_and_every_state_machine_task_have_reserved_concurrency(resources) -> None:
+    for name, function in resources("AWS::Lambda::Function").items():
+        reserved = function["Properties"].get("ReservedConcurrentExecutions")
+        assert reserved == (20 if name in STATE_MACHINE_TASKS | {"ApiFunction"} else None), name
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
@@ -272,20 +310,18 @@ def test_effect_function_reads_the_github_token_secret_only(function_statements,
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
-def test_only_the_effect_deliverers_reach_the_receivers(function_actions, name: str) -> None:
+def test_only_the_notifiers_publish_and_only_the_github_writer_reads_the_token(function_actions, name: str) -> None:
     receiver_actions = {
         action
         for action in function_actions(name)
         if action.split(":")[0] in {"sns", "kms", "secretsmanager"}
     }
-    if name in EFFECT_DELIVERERS:
-        assert receiver_actions == {
-            "sns:Publish", "kms:GenerateDataKey", "kms:Decrypt", "secretsmanager:GetSecretValue"
-        }
-    elif name == "ApiFunction":
-        assert receiver_actions == {"secretsmanager:GetSecretValue"}  # the cursor signing key, below
-    else:
-        assert receiver_actions == set()
+    expected = set()
+    if name in NOTIFIERS:
+        expected |= {"sns:Publish", "kms:GenerateDataKey", "kms:Decrypt"}
+    if name in GITHUB_WRITERS or name == "ApiFunction":  # the API's is the cursor signing key, below
+        expected.add("secretsmanager:GetSecretValue")
+    assert receiver_actions == expected
 
 
 def test_only_the_api_function_reads_the_cursor_signing_key(resources, function_statements, logical_id) -> None:

@@ -27,6 +27,9 @@ CUSTOM_CONTEXT = {
     "archiveMaxMembers": "5000",
     "archiveMaxBytes": "104857600",
     "archiveMaxRatio": "50",
+    "apiConcurrency": "5",
+    "stageConcurrency": "3",
+    "testBuildConcurrency": "2",
     "isolatedTestBuilds": "false",
     "allowSelfApproval": "true",
     "githubBaseBranch": "trunk",
@@ -56,6 +59,9 @@ DEFAULTS = {
     "archiveMaxMembers": infra_app.DEFAULT_ARCHIVE_MAX_MEMBERS,
     "archiveMaxBytes": infra_app.DEFAULT_ARCHIVE_MAX_BYTES,
     "archiveMaxRatio": infra_app.DEFAULT_ARCHIVE_MAX_RATIO,
+    "apiConcurrency": infra_app.DEFAULT_API_CONCURRENCY,
+    "stageConcurrency": infra_app.DEFAULT_STAGE_CONCURRENCY,
+    "testBuildConcurrency": infra_app.DEFAULT_TEST_BUILD_CONCURRENCY,
     "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
     "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
     "githubBaseBranch": infra_app.DEFAULT_GITHUB_BASE_BRANCH,
@@ -249,6 +255,13 @@ def test_the_computes_and_images_a_repository_may_ask_for_come_from_context(cust
     variables = functions["VerifyFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["AGENTLEDGER_BUILD_COMPUTES"] == "BUILD_GENERAL1_SMALL"
     assert variables["AGENTLEDGER_BUILD_IMAGES"] == CUSTOM_CONTEXT["buildImages"]
+
+
+def test_concurrency_comes_from_context(custom_template: Template) -> None:
+    functions = custom_template.find_resources("AWS::Lambda::Function")
+    assert functions["ApiFunction"]["Properties"]["ReservedConcurrentExecutions"] == 5
+    assert functions["VerifyFunction"]["Properties"]["ReservedConcurrentExecutions"] == 3
+    custom_template.has_resource_properties("AWS::CodeBuild::Project", {"ConcurrentBuildLimit": 2})
 
 
 def test_every_function_gets_the_archive_bounds_from_context(custom_template: Template) -> None:

@@ -48,20 +48,19 @@ class ArtifactStore(ContentAddressedArtifacts):
         return {"url": grant["url"], "fields": grant["fields"]}
 
     def read(self, key: str) -> bytes | None:
-        try:
-            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except self._s3.exceptions.NoSuchKey:
+        if not self._exists(key):
             return None
+        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
 
     def has_repository(self, url: str) -> bool:
         bucket, _, key = url.removeprefix("s3://").partition("/")
-        try:
-            self._s3.head_object(Bucket=bucket, Key=key)
-        except self._s3.exceptions.ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
+        return bucket == self.bucket and self._exists(key)
+
+    def _exists(self, key: str) -> bool:
+        """Listed, not asked for: the functions may list only under the bucket's prefixes (an
+        s3:prefix condition), and without ListBucket on a key S3 answers a missing object with 403."""
+        listed = self._s3.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1).get("Contents", [])
+        return bool(listed) and listed[0]["Key"] == key
 
     def fetch_repository(self, url: str) -> bytes:
         """Bytes of a repository tarball at s3://bucket/key."""
