@@ -45,6 +45,7 @@ DEFAULT_ARCHIVE_MAX_RATIO = ArchiveLimits.max_ratio
 DEFAULT_API_CONCURRENCY = Concurrency.api
 DEFAULT_STAGE_CONCURRENCY = Concurrency.stages
 DEFAULT_TEST_BUILD_CONCURRENCY = Concurrency.test_builds
+DEFAULT_ARTIFACT_LINK_SECONDS = 600  # how long the artifact links of a run's view stay valid, 300 to 900
 PLANNERS = ("pynguin", "doctest", "bedrock")
 # The planner's defaults are PlannerConfig's: Pynguin, no model called.
 DEFAULT_PLANNER = PlannerConfig.planner
@@ -116,6 +117,13 @@ def _checked(key: str, check: Callable[[str], str], value: str) -> str:
         return check(value)
     except ValueError as error:
         raise ValueError(f"context {key}: {error}") from None
+
+
+def _link_seconds(value: Any) -> int:
+    seconds = _positive_int("artifactLinkSeconds", value)
+    if not 300 <= seconds <= 900:
+        raise ValueError(f"context artifactLinkSeconds must be 300 to 900 (5 to 15 minutes), got {value!r}")
+    return seconds
 
 
 def _temperature(value: Any) -> float:
@@ -195,6 +203,7 @@ def build_app(
             test_builds=_positive_int("testBuildConcurrency",
                                       _context(app, "testBuildConcurrency", DEFAULT_TEST_BUILD_CONCURRENCY)),
         ),
+        artifact_link_seconds=_link_seconds(_context(app, "artifactLinkSeconds", DEFAULT_ARTIFACT_LINK_SECONDS)),
         isolated_test_builds=_flag(
             "isolatedTestBuilds", _context(app, "isolatedTestBuilds", DEFAULT_ISOLATED_TEST_BUILDS)
         ),

@@ -11,7 +11,6 @@ from .errors import ArtifactIntegrityError
 from .fingerprints import sha256_bytes
 from .models import ArtifactRef, Stage
 
-PRESIGN_SECONDS = 3600
 MANIFESTS_KEPT = 16  # file manifests held in memory: a warm function checks the same few again
 
 
@@ -87,5 +86,5 @@ class ContentAddressedArtifacts(ABC):
     @abstractmethod
     def download_url(self, key: str, expires_s: int) -> str: ...
 
-    def presigned_url(self, ref: ArtifactRef) -> str:
-        return self.download_url(ref.key, PRESIGN_SECONDS)
+    def presigned_url(self, ref: ArtifactRef, expires_s: int) -> str:
+        return self.download_url(ref.key, expires_s)

@@ -210,6 +210,9 @@ class ApiSettings(IdempotencySettings, ExecutionSettings):
     # Separation of duties: the principal that requested a run may not approve it, unless a
     # one-person team turns this on (the allowSelfApproval context key).
     allow_self_approval: bool = Field(validation_alias="AGENTLEDGER_ALLOW_SELF_APPROVAL")
+    # How long the artifact links in a run's view stay valid (the artifactLinkSeconds context key):
+    # a link is a bearer credential for one object, so it lives minutes, not hours.
+    artifact_link_seconds: int = Field(validation_alias="AGENTLEDGER_ARTIFACT_LINK_SECONDS", ge=300, le=900)
 
 
 @lru_cache(maxsize=64)

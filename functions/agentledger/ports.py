@@ -61,7 +61,7 @@ class ArtifactPort(Protocol):
     def read_manifest(self, ref: ArtifactRef) -> dict[str, str] | None:
         """A file manifest (path -> sha256); None when it is gone or does not match its hash."""
 
-    def presigned_url(self, ref: ArtifactRef) -> str: ...
+    def presigned_url(self, ref: ArtifactRef, expires_s: int) -> str: ...
 
     def download_url(self, key: str, expires_s: int) -> str:
         """A presigned GET of one object: what a test build reads its inputs through."""

@@ -346,7 +346,8 @@ class RunService:
         document["evidence_status"] = evidence_status
         committed = ledger.committed_keys()
         document["artifacts"] = [
-            {**ref.model_dump(mode="json"), "url": self.artifacts.presigned_url(ref),
+            {**ref.model_dump(mode="json"),
+             "url": self.artifacts.presigned_url(ref, self.settings.artifact_link_seconds),
              "committed": ref.key in committed}
             for ref in ledger.artifacts
         ]

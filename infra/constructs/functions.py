@@ -77,7 +77,7 @@ class FunctionSpec:
     grants_uploads: bool = False
     # Runs the planner, so it may call the configured model.
     plans: bool = False
-    # Hands out list cursors, sealed with the cursor signing key.
+    # Hands out list cursors, sealed with the cursor signing key, and artifact links.
     signs_cursors: bool = False
 
 
@@ -199,6 +199,7 @@ class Functions(Construct):
         build_images: tuple[str, ...],
         archive_limits: ArchiveLimits,
         concurrency: Concurrency,
+        artifact_link_seconds: int,
         environment_name: str,
         allow_self_approval: bool,
         review_empty_plans: bool,
@@ -251,7 +252,8 @@ class Functions(Construct):
         }
         self._build_environment = {"TEST_BUILD_PROJECT_NAME": build_sandbox.project.project_name}
         self._idempotency_environment = {"IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name}
-        self._cursor_environment = {"CURSOR_SIGNING_SECRET_ARN": storage.cursor_signing_key.secret_arn}
+        self._cursor_environment = {"CURSOR_SIGNING_SECRET_ARN": storage.cursor_signing_key.secret_arn,
+                                    "AGENTLEDGER_ARTIFACT_LINK_SECONDS": str(artifact_link_seconds)}
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._notification_environment = {"NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn}
         self._github_environment = {

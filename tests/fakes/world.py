@@ -52,7 +52,8 @@ def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_pla
         bedrock_max_tokens=4096, bedrock_temperature=0.0, bedrock_max_reasks=2, bedrock_prices=(0.0, 0.0),
         notification_topic_arn="arn:memory:topic", github_api_url="https://github.invalid",
         github_repository="", github_base_branch="main", github_token_secret_arn="arn:memory:secret",
-        cursor_signing_secret_arn="arn:memory:cursor-secret", allow_self_approval=False)
+        cursor_signing_secret_arn="arn:memory:cursor-secret", allow_self_approval=False,
+        artifact_link_seconds=600)
 
 
 @dataclass

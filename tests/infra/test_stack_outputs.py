@@ -30,6 +30,7 @@ CUSTOM_CONTEXT = {
     "apiConcurrency": "5",
     "stageConcurrency": "3",
     "testBuildConcurrency": "2",
+    "artifactLinkSeconds": "300",
     "isolatedTestBuilds": "false",
     "allowSelfApproval": "true",
     "githubBaseBranch": "trunk",
@@ -62,6 +63,7 @@ DEFAULTS = {
     "apiConcurrency": infra_app.DEFAULT_API_CONCURRENCY,
     "stageConcurrency": infra_app.DEFAULT_STAGE_CONCURRENCY,
     "testBuildConcurrency": infra_app.DEFAULT_TEST_BUILD_CONCURRENCY,
+    "artifactLinkSeconds": infra_app.DEFAULT_ARTIFACT_LINK_SECONDS,
     "isolatedTestBuilds": infra_app.DEFAULT_ISOLATED_TEST_BUILDS,
     "allowSelfApproval": infra_app.DEFAULT_ALLOW_SELF_APPROVAL,
     "githubBaseBranch": infra_app.DEFAULT_GITHUB_BASE_BRANCH,
@@ -255,6 +257,17 @@ def test_the_computes_and_images_a_repository_may_ask_for_come_from_context(cust
     variables = functions["VerifyFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["AGENTLEDGER_BUILD_COMPUTES"] == "BUILD_GENERAL1_SMALL"
     assert variables["AGENTLEDGER_BUILD_IMAGES"] == CUSTOM_CONTEXT["buildImages"]
+
+
+def test_artifact_links_live_as_long_as_the_context_says(custom_template: Template) -> None:
+    variables = custom_template.find_resources("AWS::Lambda::Function")["ApiFunction"]["Properties"]["Environment"]
+    assert variables["Variables"]["AGENTLEDGER_ARTIFACT_LINK_SECONDS"] == "300"
+
+
+@pytest.mark.parametrize("value", ["3600", "60", "soon"])
+def test_an_artifact_link_lifetime_outside_five_to_fifteen_minutes_is_refused(tmp_path, value: str) -> None:
+    with pytest.raises(ValueError, match="artifactLinkSeconds"):
+        build_app(context={"artifactLinkSeconds": value}, outdir=tmp_path)
 
 
 def test_concurrency_comes_from_context(custom_template: Template) -> None:

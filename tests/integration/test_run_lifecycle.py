@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import urllib.request
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -67,9 +68,11 @@ def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
         body = s3.get_object(Bucket=bucket, Key=artifact["key"])["Body"].read()
         assert hashlib.sha256(body).hexdigest() == artifact["sha256"]
         assert len(body) == artifact["size"]
-        # The presigned link the API hands out works locally too (an S3 endpoint on loopback).
+        # The presigned link the API hands out works locally too (an S3 endpoint on loopback), for
+        # the deployment's artifactLinkSeconds (cdk.json: 10 minutes), not hours.
         with urllib.request.urlopen(artifact["url"], timeout=10) as response:
             assert response.read() == body
+        assert parse_qs(urlsplit(artifact["url"]).query)["X-Amz-Expires"] == ["600"]
     diff = next(a for a in ledger["artifacts"] if a["name"] == "changes.diff")
     text = s3.get_object(Bucket=bucket, Key=diff["key"])["Body"].read().decode()
     assert "+++ b/tests/test_textkit_slug_generated.py" in text
