@@ -313,9 +313,9 @@ class RunService:
 
     def _check_uploader(self, repository: str, actor: str) -> None:
         """A run starts only on the caller's own upload: another principal's tarball is its code."""
-        if not repository.startswith("s3://"):
-            return  # a local path: the resolver applies its roots
-        key = repository.removeprefix("s3://").partition("/")[2]
+        bucket, _, key = repository.removeprefix("s3://").partition("/")
+        if not repository.startswith("s3://") or bucket != self.artifacts.bucket:
+            return  # a local path, or another bucket's object: the resolver refuses it, naming its rule
         owner = uploaded_by(key)
         if owner is not None and owner != upload_owner(duty_holder(actor)):
             raise RepositoryRejectedError(f"{repository} was uploaded by another principal; upload the tree yourself "

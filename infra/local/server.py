@@ -20,7 +20,8 @@ from .runtime import LocalRuntime
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
 # Headers the API acts on, so only as signed: added after signing, they would let whoever holds a
-# signed request (a log, a proxy) make it idempotent under a key of theirs, or change how its body is read.
+# signed request (a log, a proxy) make it idempotent under a key of theirs, or change how its body
+# is read (so Content-Type counts only with a body).
 MUST_BE_SIGNED = ("Idempotency-Key", "Content-Type")
 DEFAULT_PORT = 8787
 SOCKET_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a thread forever
@@ -150,8 +151,8 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             except SignatureRefused as refused:
                 self._error(HTTPStatus.FORBIDDEN, str(refused))
                 return
-            sent = {name.lower() for name in self.headers}
-            unsigned = [name for name in MUST_BE_SIGNED if name.lower() in sent - verified.signed_headers]
+            sent = {name.lower() for name in self.headers} - verified.signed_headers
+            unsigned = [name for name in MUST_BE_SIGNED if name.lower() in sent and (data or name != "Content-Type")]
             if unsigned:
                 self._error(HTTPStatus.BAD_REQUEST, f"{' and '.join(unsigned)} must be signed (named in "
                                                     "SignedHeaders): a header added after signing is not taken")
