@@ -37,14 +37,7 @@ DEFAULT_WORKSPACE_RETENTION_HOURS = 24  # how long a failed attempt's workspace 
 # The computes and images a repository may ask its builds for: the operator sets what a build costs.
 DEFAULT_BUILD_COMPUTES = "BUILD_GENERAL1_SMALL,BUILD_GENERAL1_MEDIUM,BUILD_GENERAL1_LARGE"
 DEFAULT_BUILD_IMAGES = DEFAULT_IMAGE
-# What one repository tarball may expand to: the core's defaults (agentledger.source.ArchiveLimits).
-DEFAULT_ARCHIVE_MAX_MEMBERS = ArchiveLimits.max_members
-DEFAULT_ARCHIVE_MAX_BYTES = ArchiveLimits.max_bytes
-DEFAULT_ARCHIVE_MAX_RATIO = ArchiveLimits.max_ratio
-# Reserved concurrency of the API and of each state-machine task, and concurrent test builds.
-DEFAULT_API_CONCURRENCY = Concurrency.api
-DEFAULT_STAGE_CONCURRENCY = Concurrency.stages
-DEFAULT_TEST_BUILD_CONCURRENCY = Concurrency.test_builds
+# The archive* keys' defaults are ArchiveLimits' (agentledger.source); the *Concurrency keys' are Concurrency's.
 DEFAULT_ARTIFACT_LINK_SECONDS = 600  # how long the artifact links of a run's view stay valid, 300 to 900
 PLANNERS = ("pynguin", "doctest", "bedrock")
 # The planner's defaults are PlannerConfig's: Pynguin, no model called.
@@ -193,15 +186,15 @@ def build_app(
                             lambda name: IMAGE_NAME.fullmatch(name) is not None, "image names"),
         archive_limits=ArchiveLimits(
             max_members=_positive_int(
-                "archiveMaxMembers", _context(app, "archiveMaxMembers", DEFAULT_ARCHIVE_MAX_MEMBERS)),
-            max_bytes=_positive_int("archiveMaxBytes", _context(app, "archiveMaxBytes", DEFAULT_ARCHIVE_MAX_BYTES)),
-            max_ratio=_positive_int("archiveMaxRatio", _context(app, "archiveMaxRatio", DEFAULT_ARCHIVE_MAX_RATIO)),
+                "archiveMaxMembers", _context(app, "archiveMaxMembers", ArchiveLimits.max_members)),
+            max_bytes=_positive_int("archiveMaxBytes", _context(app, "archiveMaxBytes", ArchiveLimits.max_bytes)),
+            max_ratio=_positive_int("archiveMaxRatio", _context(app, "archiveMaxRatio", ArchiveLimits.max_ratio)),
         ),
         concurrency=Concurrency(
-            api=_positive_int("apiConcurrency", _context(app, "apiConcurrency", DEFAULT_API_CONCURRENCY)),
-            stages=_positive_int("stageConcurrency", _context(app, "stageConcurrency", DEFAULT_STAGE_CONCURRENCY)),
+            api=_positive_int("apiConcurrency", _context(app, "apiConcurrency", Concurrency.api)),
+            stages=_positive_int("stageConcurrency", _context(app, "stageConcurrency", Concurrency.stages)),
             test_builds=_positive_int("testBuildConcurrency",
-                                      _context(app, "testBuildConcurrency", DEFAULT_TEST_BUILD_CONCURRENCY)),
+                                      _context(app, "testBuildConcurrency", Concurrency.test_builds)),
         ),
         artifact_link_seconds=_link_seconds(_context(app, "artifactLinkSeconds", DEFAULT_ARTIFACT_LINK_SECONDS)),
         isolated_test_builds=_flag(
