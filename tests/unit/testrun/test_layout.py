@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentledger.testrun import driver, layout
+from agentledger.agent import java
+from agentledger.testrun import driver, generation_java, layout
 
 SHARED_NAMES = (
     "REPOSITORY_DIR", "CONFIG_FILE", "RESULTS_DIR", "RESULT_FILE", "OUTPUT_FILE", "JUNIT_DIR", "COVERAGE_DIR",
@@ -32,3 +33,9 @@ def test_the_buildspec_runs_the_driver_it_ships() -> None:
     assert upload.startswith(f'{layout.OUTPUT_GRANT_VARIABLE}="$(curl ')
     assert f'"${layout.OUTPUT_GRANT_URL_VARIABLE}")" python3 {layout.DRIVER_FILE} upload' in upload
     assert layout.BUILDSPEC["env"]["variables"][layout.CACHE_VARIABLE] == layout.CACHE_PATH_ON_CODEBUILD
+
+
+def test_the_java_filters_read_maven_sources_where_the_orchestrator_does() -> None:
+    """generation_java.py runs in the build on its own, so it repeats agent/java.py's layout."""
+    assert f"{generation_java.MAIN_SOURCES}/" == java.MAIN_SOURCES
+    assert generation_java.PACKAGE.pattern == java.PACKAGE.pattern
