@@ -213,13 +213,14 @@ def _uploaded(client: ApiClient, repository: Path, args: argparse.Namespace) -> 
         package = package_repository(repository, MAX_UPLOAD_BYTES)
     except PackagingError as error:
         raise CliError(str(error)) from None
+    grant = client.post("/uploads", {"sha256": package.sha256, "size": len(package.data)})
+    # This tree, uploaded before by this caller, is not sent again (an upload is never replaced).
+    sent = not grant.get("uploaded")
     if not args.json:
         print(f"packaged {package.files} files of {repository} ({package.sha256[:12]}, {len(package.data)} bytes); "
-              "uploading...", file=sys.stderr, flush=True)
-    grant = client.post("/uploads", {"sha256": package.sha256, "size": len(package.data)})
-    if grant.get("uploaded"):  # this tree, uploaded before by this caller: never replaced
-        return str(grant["repository"])
-    upload(grant, package.data)
+              f"{'uploading...' if sent else 'uploaded before, not sent again'}", file=sys.stderr, flush=True)
+    if sent:
+        upload(grant, package.data)
     return str(grant["repository"])
 
 
