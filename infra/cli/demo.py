@@ -68,7 +68,8 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
     repository = Path(shutil.copytree(SAMPLE_REPOSITORY, workdir / "textkit"))
     print(f"agentledger demo: sample repository at {repository}", flush=True)
     print("agentledger demo: starting the local stack (moto + the synthesized CDK app)...", flush=True)
-    runtime = LocalRuntime(workspace_root=workdir / "workspaces", unsafe_local_builds=unsafe_local_builds).start()
+    runtime = LocalRuntime(workspace_root=workdir / "workspaces", repository_roots=(workdir,),
+                           unsafe_local_builds=unsafe_local_builds).start()
     # No review keeper here: the demo shows the API refusing a stale approval itself.
     server = LocalApiServer(runtime, port, keeper_interval_s=0).start()
     # Two people, each known to the API only by the signature on their requests.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
-from agentledger.limits import MAX_UPLOAD_BYTES
+from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS
 from agentledger.states import RunStatus
 from infra.local.profiles import local_credentials_dir
 
@@ -193,7 +193,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     client = _client(args)
     location = _uploaded(client, repository, args) if _should_upload(args) else str(repository)
     body = {"repository": location, "request": args.request, "environment": "dev"}
-    response = client.post("/runs", body, headers=headers)
+    try:
+        response = client.post("/runs", body, headers=headers)
+    except ApiError as refused:
+        if location != str(repository) or OUTSIDE_ROOTS not in refused.message:
+            raise
+        # `serve` does not read this directory in place: send the tree, as to a deployed API.
+        body["repository"] = _uploaded(client, repository, args)
+        response = client.post("/runs", body, headers=headers)
     if not args.wait:
         _emit(args, response, render.created)
         return 0
@@ -434,8 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run test builds without the sandbox (bubblewrap and pasta): the code under test runs "
                             "as you, with this machine's files, processes and ports in reach; said on every build")
     serve.add_argument("--allow-root", action="append", metavar="DIR",
-                       help="a directory under which local repositories may lie; repeatable (default: your "
-                            "home directory and the temporary directory)")
+                       help="a directory the local API reads repositories from in place; repeatable (default: "
+                            "the directory serve starts in and the temporary directory's agentledger folder; "
+                            "`run` uploads any other directory, as to a deployed API)")
 
     run = command("run", cmd_run, "start a run on a repository")
     run.add_argument("path", metavar="PATH", help="the repository directory")

@@ -69,8 +69,9 @@ class ApiResponse:
 
 
 def default_repository_roots() -> tuple[Path, ...]:
-    """Your home directory and the temporary directory: `/`, `/etc` and the like are refused."""
-    return Path.home(), Path(tempfile.gettempdir())
+    """The directory `serve` was started in and the temporary directory's agentledger folder; any
+    other directory the CLI uploads, as for a deployed API (`--allow-root` adds roots)."""
+    return Path.cwd(), Path(tempfile.gettempdir()) / "agentledger"
 
 
 def default_build_cache() -> Path:

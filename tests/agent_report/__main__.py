@@ -260,7 +260,7 @@ def main() -> int:
         root = Path(tmp)
         print(f"agentledger agent-report: {len(packages)} packages, Pynguin capped at {CONTEXT}; "
               "the local stack starting...", flush=True)
-        runtime = LocalRuntime(workspace_root=root / "workspaces", context=CONTEXT).start()
+        runtime = LocalRuntime(workspace_root=root / "workspaces", repository_roots=(root,), context=CONTEXT).start()
         rows = []
         try:
             report = Report(runtime)

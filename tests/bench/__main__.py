@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="agentledger-bench-") as tmp:
         root = Path(tmp)
         progress("starting the local stack")
-        runtime = LocalRuntime(workspace_root=root / "workspaces")
+        runtime = LocalRuntime(workspace_root=root / "workspaces", repository_roots=(root,))
         try:
             runtime.start()
         except Exception as error:  # noqa: BLE001 — a stack that does not start is every phase's crash

@@ -122,7 +122,9 @@ def served(logs: Path, environment: dict[str, str], *options: str, command: Sequ
            cwd: Path = PROJECT_ROOT) -> Iterator[str]:
     port = free_port()
     with open(logs / "stdout", "w") as stdout, open(logs / "stderr", "w") as stderr:
-        server = subprocess.Popen([*command, "serve", "--port", str(port), "--keeper-interval", "1", *options],
+        # The tests' repositories lie under the temporary directory: allowed, as a user would allow theirs.
+        server = subprocess.Popen([*command, "serve", "--port", str(port), "--keeper-interval", "1",
+                                   "--allow-root", tempfile.gettempdir(), *options],
                                   cwd=cwd, env=environment, stdout=stdout, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import tempfile
 import urllib.request
@@ -360,9 +361,23 @@ def test_after_a_413_the_connection_is_closed_so_the_body_is_never_read_as_a_req
 
 
 @pytest.mark.parametrize("path", ["/", "/etc", "/usr/lib"])
-def test_local_repositories_outside_the_allowed_roots_are_refused(cli: Cli, path: str) -> None:
-    result = cli("run", path)
-    assert_one_line_error(result, "outside the roots this server allows", "--allow-root")
+def test_the_api_refuses_a_directory_outside_its_roots_and_says_nothing_about_it(api_url: str, path: str) -> None:
+    body = {"repository": path, "request": "x", "revision": "tree:sha256:" + "0" * 64}
+    refused = http(api_url, "POST", "/runs", body)
+    assert refused.status == 422 and "outside the directories this server reads" in refused.body["message"]
+    assert "tree:" not in refused.body["message"]  # no digest of the tree, nor whether it matched
+
+
+def test_run_on_a_directory_outside_the_roots_uploads_it_as_to_a_deployed_api(
+        cli: Cli, api_url: str, repository: Path) -> None:
+    outside = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".agentledger-e2e-"))  # not under serve's roots
+    try:
+        (outside / "calc.py").write_text((repository / "calc.py").read_text())
+        created = cli("run", str(outside)).json()
+        run = http(api_url, "GET", f"/runs/{created['run_id']}").body["run"]
+        assert run["repository"].startswith("s3://") and run["repository"].endswith(".tar.gz")
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
 
 
 # --- the deployed path, locally: package, upload through a grant, run from the tarball ------------

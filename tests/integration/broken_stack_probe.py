@@ -30,7 +30,7 @@ def broken_assembly(mistake: str) -> Path:
 
 
 def main(mistake: str) -> None:
-    runtime = LocalRuntime(assembly=broken_assembly(mistake)).start()
+    runtime = LocalRuntime(assembly=broken_assembly(mistake), repository_roots=(Path(tempfile.gettempdir()),)).start()
     try:
         repo = write_sample_repository(Path(tempfile.mkdtemp()) / "repo")
         created = runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": "tests"},

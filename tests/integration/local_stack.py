@@ -4,6 +4,7 @@ stack per test worker serves both folders; moto is imported only when a test ask
 while the unit tests are collected."""
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +30,9 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     from tests import counting_agent  # noqa: PLC0415
 
     # The agent is chosen as a user chooses it: the `agent` context key of the synthesized stack.
+    # The tests' repositories lie under the temporary directory, which they allow as `--allow-root` would.
     local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
+                         repository_roots=(Path(tempfile.gettempdir()),),
                          context={"agent": counting_agent.SPEC}).start()
     yield local
     local.stop()

@@ -21,7 +21,7 @@ UNKNOWN = "/runs/run-00000000000000000000"
     ("POST", f"{UNKNOWN}/review", {"decision": "maybe", "plan_digest": "x"}, None, 422, "body.decision"),
     ("POST", "/runs", {"repository": f"{tempfile.gettempdir()}/agentledger-no-such-repository", "request": "x"},
      None, 422, "is not a directory"),
-    ("POST", "/runs", {"repository": "/etc", "request": "x"}, None, 422, "outside the roots this server allows"),
+    ("POST", "/runs", {"repository": "/etc", "request": "x"}, None, 422, "outside the directories this server reads"),
     ("POST", "/runs", {"repository": "/tmp", "request": "x", "environment": "bad env"}, None, 422,
      "body.environment"),
     ("POST", "/no-such-route", None, None, 404, "no such route"),

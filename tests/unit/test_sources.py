@@ -48,14 +48,14 @@ def test_without_local_roots_no_local_path_is_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", ["/", "/etc", "/etc/../etc", "relative/dir"])
 def test_paths_outside_the_allowed_roots_are_refused(tmp_path: Path, path: str) -> None:
-    with pytest.raises(RepositoryNotAllowedError, match="outside the roots|absolute path"):
+    with pytest.raises(RepositoryNotAllowedError, match="outside the directories|absolute path"):
         resolver(tmp_path, tmp_path / "projects").check_allowed(path)
 
 
 def test_a_link_inside_a_root_that_leads_outside_is_refused(tmp_path: Path) -> None:
     (tmp_path / "projects").mkdir()
     (tmp_path / "projects" / "sneaky").symlink_to("/etc")
-    with pytest.raises(RepositoryNotAllowedError, match="outside the roots"):
+    with pytest.raises(RepositoryNotAllowedError, match="outside the directories"):
         resolver(tmp_path, tmp_path / "projects").check_allowed(str(tmp_path / "projects" / "sneaky"))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..caches import ContentCache
 from ..errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from ..fingerprints import sha256_bytes
+from ..limits import OUTSIDE_ROOTS
 from ..source import (
     CLEAN_SNAPSHOTS_KEPT,
     DEFAULT_ARCHIVE_LIMITS,
@@ -79,8 +80,8 @@ class SourceResolver:
         if not any(resolved.is_relative_to(root) for root in self._local_roots):
             allowed = ", ".join(str(root) for root in self._local_roots)
             raise RepositoryNotAllowedError(
-                f"local repository {repository} is outside the roots this server allows ({allowed}); "
-                "start `agentledger serve --allow-root DIR` to allow another")
+                f"local repository {repository} {OUTSIDE_ROOTS} ({allowed}); `agentledger run` uploads it "
+                "instead, or start `agentledger serve --allow-root DIR` to read it in place")
 
     def _snapshot_tarball(self, url: str) -> SourceSnapshot:
         """The key names the tarball's sha256, so a tarball snapshotted before (and still
