@@ -7,7 +7,8 @@ outside: Surefire's `test` property, here in MAVEN_OPTS. Between runs the report
 data file (which its agent appends to) are removed, so each run's reports are that run's alone.
 
 - build: the candidates compile and Surefire runs a test of each (a class that does not compile
-  fails the whole compilation, so if any is missing, each is tried alone);
+  fails the whole compilation: the classes the compiler's errors name are set aside and the rest
+  compiled again; if its errors name none, each is tried alone);
 - pass_alone: five runs of the candidate classes;
 - pass_with_suite: five runs of the whole suite with them, in random order unless the project
   says its order matters;
