@@ -11,7 +11,7 @@ from typing import Any, get_args
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from agentledger.config import check_git_branch, check_github_api_url, check_github_repository
+from agentledger.config import ARTIFACT_LINK_SECONDS, check_git_branch, check_github_api_url, check_github_repository
 from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT
@@ -114,8 +114,9 @@ def _checked(key: str, check: Callable[[str], str], value: str) -> str:
 
 def _link_seconds(value: Any) -> int:
     seconds = _positive_int("artifactLinkSeconds", value)
-    if not 300 <= seconds <= 900:
-        raise ValueError(f"context artifactLinkSeconds must be 300 to 900 (5 to 15 minutes), got {value!r}")
+    low, high = ARTIFACT_LINK_SECONDS
+    if not low <= seconds <= high:
+        raise ValueError(f"context artifactLinkSeconds must be {low} to {high} seconds, got {value!r}")
     return seconds
 
 

@@ -202,6 +202,9 @@ class ReviewRequestSettings(WorkflowSettings, NotificationSettings):
     to GitHub, so it is not given the token)."""
 
 
+ARTIFACT_LINK_SECONDS = (300, 900)  # the artifactLinkSeconds a deployment may choose: 5 to 15 minutes
+
+
 class ApiSettings(IdempotencySettings, ExecutionSettings):
     """The API: it starts executions (idempotently), decides reviews and seals list cursors."""
 
@@ -212,7 +215,8 @@ class ApiSettings(IdempotencySettings, ExecutionSettings):
     allow_self_approval: bool = Field(validation_alias="AGENTLEDGER_ALLOW_SELF_APPROVAL")
     # How long the artifact links in a run's view stay valid (the artifactLinkSeconds context key):
     # a link is a bearer credential for one object, so it lives minutes, not hours.
-    artifact_link_seconds: int = Field(validation_alias="AGENTLEDGER_ARTIFACT_LINK_SECONDS", ge=300, le=900)
+    artifact_link_seconds: int = Field(validation_alias="AGENTLEDGER_ARTIFACT_LINK_SECONDS",
+                                       ge=ARTIFACT_LINK_SECONDS[0], le=ARTIFACT_LINK_SECONDS[1])
 
 
 @lru_cache(maxsize=64)

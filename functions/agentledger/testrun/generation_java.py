@@ -47,9 +47,8 @@ Coverage = dict[str, Any]  # coverage.py's JSON shape, which generation.py's fil
 class MavenRuns:
     """The repository's test command, selecting test classes through Surefire's `test` property."""
 
-    def __init__(self, workspace: driver.Workspace, aside: Path) -> None:
+    def __init__(self, workspace: driver.Workspace) -> None:
         self.workspace = workspace
-        self.aside = aside
         self.sources = main_sources(workspace.repository)
 
     def run(self, label: str, classes: list[str] | None = None, random_order: bool = False
@@ -137,7 +136,8 @@ class JavaGeneration(generation.Generation):
     def __init__(self, workspace: driver.Workspace, venv: Path | None, tools: generation.Tools,
                  request: generation.Request) -> None:
         super().__init__(workspace, venv, tools, request)
-        self.maven = MavenRuns(workspace, self.runner.work / "aside")
+        self.maven = MavenRuns(workspace)
+        self.aside = self.runner.work / "aside"  # candidate files out of the tree, for a run without them
         self.qualified: dict[str, str] = {}  # candidate key -> its class's fully qualified name
 
     def write_candidates(self) -> None:
@@ -174,13 +174,13 @@ class JavaGeneration(generation.Generation):
         for candidate in candidates:
             source = self.repository / candidate.test_path
             if source.is_file():
-                target = self.maven.aside / candidate.test_path
+                target = self.aside / candidate.test_path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(source), str(target))
 
     def bring_back(self, candidates: list[generation.Candidate]) -> None:
         for candidate in candidates:
-            kept = self.maven.aside / candidate.test_path
+            kept = self.aside / candidate.test_path
             if kept.is_file():
                 shutil.move(str(kept), str(self.repository / candidate.test_path))
 

@@ -45,7 +45,6 @@ class ScriptedMaven:
         self.generation = generation_
         self.broken, self.failing = broken, failing
         self.asked: list[list[str] | None] = []
-        self.aside = generation_.maven.aside
 
     def run(self, label: str, classes: list[str] | None = None, random_order: bool = False
             ) -> tuple[str, generation.Outcomes, dict[str, Any]]:
@@ -90,7 +89,7 @@ def test_jacoco_lines_become_statements_and_branches_of_the_projects_own_files(t
     report = workspace.repository / "target/site/jacoco/jacoco.xml"
     report.parent.mkdir(parents=True)
     report.write_text(JACOCO_XML)
-    coverage = MavenRuns(workspace, tmp_path / "aside").coverage()
+    coverage = MavenRuns(workspace).coverage()
     shapes = str((workspace.repository / "src/main/java/demo/Shapes.java").resolve())
     assert coverage == {"files": {shapes: {  # Gone.java is not among the project's sources: not counted
         "statements": [5, 6, 8], "executed": [5, 8],
