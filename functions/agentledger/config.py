@@ -132,6 +132,10 @@ class BuildSettings(WorkflowSettings):
     """The stages that start builds in the sandbox: execute (writing tests) and verify (the suite)."""
 
     test_build_project: str = Field(validation_alias="TEST_BUILD_PROJECT_NAME", min_length=1)
+    # Where each build's output grant is kept as a SecureString parameter, and the key it is
+    # encrypted with (adapters/codebuild.py says why).
+    output_grant_path: str = Field(validation_alias="OUTPUT_GRANT_PARAMETER_PATH", pattern=r"^(/[A-Za-z0-9_.-]+)+$")
+    output_grant_key: str = Field(validation_alias="OUTPUT_GRANT_KEY_ARN", min_length=1)
 
 
 class ExecutionSettings(FunctionSettings):

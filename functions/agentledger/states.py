@@ -16,6 +16,8 @@ class Stage(StrEnum):
 
 
 WORK_STAGES: tuple[Stage, ...] = tuple(Stage)
+# The stages that start test builds: execute writes and filters tests, verify runs the suite.
+BUILD_STAGES: tuple[Stage, ...] = (Stage.EXECUTE, Stage.VERIFY)
 
 
 @dataclass(frozen=True)

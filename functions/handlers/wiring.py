@@ -17,7 +17,7 @@ from botocore.config import Config
 from pydantic import BaseModel
 
 from agentledger import metric_names
-from agentledger.adapters.codebuild import CodeBuildBuilds
+from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
 from agentledger.adapters.dynamodb_ledger import LedgerStore
 from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests, SnsNotifications
 from agentledger.adapters.repositories import SourceResolver
@@ -116,7 +116,9 @@ def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, Sou
 @lru_cache(maxsize=8)
 def workflow(settings: WorkflowSettings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
-    builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"), artifacts)
+    builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"),
+                              SecretParameters(boto3.client("ssm"), settings.output_grant_path,
+                                               settings.output_grant_key))
               if isinstance(settings, BuildSettings) else None)
     executions = (ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
                   if isinstance(settings, KeeperSettings) else None)

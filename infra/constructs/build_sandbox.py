@@ -1,9 +1,12 @@
 """The test-build sandbox: a CodeBuild project that runs a repository's install and test commands.
 
-The code it runs is untrusted, so its role can do nothing but write its own log streams. It gets
-its input and returns its results through presigned links that the verify function signs for one
-test run's objects (a GET of the input tarball, a POST limited to the output key and a size), so
-the build can read no other run's data and write nowhere else. With `isolated`, it also runs in a
+The code it runs is untrusted, so its role can do little more than write its own log streams. It
+gets its input and returns its results through presigned links that the stage starting it signs
+for one test run's objects (a GET of the input tarball, a POST limited to the output key and a
+size), so the build can read no other run's data and write nowhere else. The POST (the output
+grant) reaches the build as a SecureString parameter under `grant_path`, encrypted with
+`grant_key`: the build role may read parameters there (by name: it cannot list them), and is the
+only principal the key lets decrypt. With `isolated`, it also runs in a
 VPC without a route out: it reaches S3 and CloudWatch Logs through endpoints only, whose policies
 let through this deployment's test-run keys and this project's log streams and nothing else (no
 other bucket or log group, even with credentials the code under test brought along).
@@ -15,23 +18,24 @@ from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from agentledger.artifacts import stage_prefix
-from agentledger.models import Stage
+from agentledger.states import BUILD_STAGES
 from agentledger.testrun.config import DEFAULT_COMPUTE, DEFAULT_IMAGE
 from agentledger.testrun.layout import BUILDSPEC
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 HTTPS = ec2.Port.tcp(443)
 LOG_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"]
-# The keys a build's links name, under each run's verify prefix (workflow/verification.py and the
-# CodeBuild adapter write them): it reads its input tarball and its output grant, and writes its
-# results under builds/.
-BUILD_READS = f"{stage_prefix('*', Stage.VERIFY)}*"
-BUILD_WRITES = f"{stage_prefix('*', Stage.VERIFY)}builds/*"
+# The keys a build's links name, under the prefix of each stage that starts builds
+# (workflow/builds.py writes them): it reads its input tarball, and writes its results under builds/.
+BUILD_READS = [f"{stage_prefix('*', stage)}*" for stage in BUILD_STAGES]
+BUILD_WRITES = [f"{stage_prefix('*', stage)}builds/*" for stage in BUILD_STAGES]
+GRANT_READ_ACTIONS = ["ssm:GetParameters"]  # how CodeBuild resolves a PARAMETER_STORE variable
 # What CodeBuild asks of a project role to attach a build's network interface in a VPC.
 VPC_NETWORK_ACTIONS = (
     "ec2:CreateNetworkInterface",
@@ -57,6 +61,10 @@ class BuildSandbox(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        self.grant_path = f"/{stack.stack_name}/output-grants"
+        self.grant_parameters = stack.format_arn(
+            service="ssm", resource="parameter", resource_name=f"{self.grant_path[1:]}/*"
+        )
         self.log_group = logs.LogGroup(self, "BuildLogs", retention=LOG_RETENTION)
         # The streams of this project's own group, and no more: CodeBuild names a build's stream
         # after the build's id (its UUID), which no IAM policy variable yields (codebuild:buildArn
@@ -90,8 +98,10 @@ class BuildSandbox(Construct):
                 "IAM variable yields; the streams are those of this project's own log group only.",
             )
         )
+        self.grant_key = self._output_grant_key(stack)
         network = (
-            _IsolatedNetwork(self, "Network", artifact_bucket=artifact_bucket, log_streams=self.log_streams)
+            _IsolatedNetwork(self, "Network", artifact_bucket=artifact_bucket, log_streams=self.log_streams,
+                             grant_parameters=self.grant_parameters)
             if isolated
             else None
         )
@@ -131,12 +141,68 @@ class BuildSandbox(Construct):
         )
 
 
+    def _output_grant_key(self, stack: Stack) -> kms.Key:
+        """The key of the output grants: the build role decrypts through SSM, and no one else may
+        (the functions that start builds encrypt, and delete a grant without reading it)."""
+        key = kms.Key(self, "OutputGrantKey", enable_key_rotation=True,
+                      description="Encrypts test builds' output grants; only the build role decrypts")
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["kms:Decrypt"],
+                resources=["*"],
+                conditions={"ArnNotEquals": {"aws:PrincipalArn": self.role.role_arn}},
+            )
+        )
+        through_ssm = {"StringEquals": {"kms:ViaService": f"ssm.{stack.region}.amazonaws.com"}}
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=GRANT_READ_ACTIONS, resources=[self.grant_parameters])
+        )
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["kms:Decrypt"], resources=[key.key_arn], conditions=through_ssm)
+        )
+        Validations.of(self.role).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:"
+                f"parameter{self.grant_path}/*]",
+                reason="Each build's output grant is a parameter named by a random token at run time; "
+                "the role reads them by name only (no DescribeParameters or GetParametersByPath).",
+            )
+        )
+        return key
+
+    def grant_start(self, role: iam.IRole) -> None:
+        """What a function that starts builds needs for their output grants: write and delete the
+        parameters, encrypt (never decrypt) with the key."""
+        stack = Stack.of(self)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["ssm:PutParameter", "ssm:DeleteParameter"],
+                                resources=[self.grant_parameters])
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["kms:Encrypt", "kms:GenerateDataKey"],
+                resources=[self.grant_key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"ssm.{stack.region}.amazonaws.com"}},
+            )
+        )
+        Validations.of(role).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:"
+                f"parameter{self.grant_path}/*]",
+                reason="Each build's output grant is a parameter named by a random token at run time.",
+            )
+        )
+
+
 class _IsolatedNetwork(Construct):
     """Private subnets without a NAT or internet gateway; S3 through a gateway endpoint and
     CloudWatch Logs through an interface endpoint, both on HTTPS only."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, artifact_bucket: s3.IBucket, log_streams: str
+        self, scope: Construct, construct_id: str, *, artifact_bucket: s3.IBucket, log_streams: str,
+        grant_parameters: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.vpc = ec2.Vpc(
@@ -164,19 +230,19 @@ class _IsolatedNetwork(Construct):
             iam.PolicyStatement(
                 principals=[iam.AnyPrincipal()],
                 actions=["s3:GetObject"],
-                resources=[artifact_bucket.arn_for_objects(BUILD_READS)],
+                resources=[artifact_bucket.arn_for_objects(keys) for keys in BUILD_READS],
             )
         )
         s3_endpoint.add_to_policy(
             iam.PolicyStatement(
                 principals=[iam.AnyPrincipal()],
                 actions=["s3:PutObject"],
-                resources=[artifact_bucket.arn_for_objects(BUILD_WRITES)],
+                resources=[artifact_bucket.arn_for_objects(keys) for keys in BUILD_WRITES],
             )
         )
         endpoint_group = ec2.SecurityGroup(
             self, "EndpointGroup", vpc=self.vpc, allow_all_outbound=False,
-            description="CloudWatch Logs endpoint: HTTPS from test builds",
+            description="CloudWatch Logs and SSM endpoints: HTTPS from test builds",
         )
         self.logs_endpoint = self.vpc.add_interface_endpoint(
             "Logs",
@@ -187,15 +253,26 @@ class _IsolatedNetwork(Construct):
         self.logs_endpoint.add_to_policy(
             iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=LOG_ACTIONS, resources=[log_streams])
         )
+        # CodeBuild resolves a build's PARAMETER_STORE variables from inside its network.
+        self.ssm_endpoint = self.vpc.add_interface_endpoint(
+            "Ssm",
+            service=ec2.InterfaceVpcEndpointAwsService.SSM,
+            security_groups=[endpoint_group],
+            open=False,
+        )
+        self.ssm_endpoint.add_to_policy(
+            iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=GRANT_READ_ACTIONS,
+                                resources=[grant_parameters])
+        )
         self.build_group = ec2.SecurityGroup(
             self, "BuildGroup", vpc=self.vpc, allow_all_outbound=False,
-            description="Test builds: HTTPS to S3 and CloudWatch Logs endpoints only",
+            description="Test builds: HTTPS to S3, CloudWatch Logs and SSM endpoints only",
         )
         # The route tables, not this rule, are what keep builds in: the subnets' only routes are
         # the VPC itself and S3's gateway endpoint. (S3's prefix list id is per region and would
         # need a lookup that an environment-agnostic stack cannot make.)
         self.build_group.add_egress_rule(ec2.Peer.any_ipv4(), HTTPS, "S3 through the gateway endpoint")
-        self.build_group.connections.allow_to(endpoint_group, HTTPS, "CloudWatch Logs endpoint")
+        self.build_group.connections.allow_to(endpoint_group, HTTPS, "CloudWatch Logs and SSM endpoints")
 
     def project_properties(self) -> dict[str, object]:
         return {

@@ -250,7 +250,9 @@ class Functions(Construct):
             "AGENTLEDGER_AGENT": agent_spec,
             **self._planner.environment(),
         }
-        self._build_environment = {"TEST_BUILD_PROJECT_NAME": build_sandbox.project.project_name}
+        self._build_environment = {"TEST_BUILD_PROJECT_NAME": build_sandbox.project.project_name,
+                                   "OUTPUT_GRANT_PARAMETER_PATH": build_sandbox.grant_path,
+                                   "OUTPUT_GRANT_KEY_ARN": build_sandbox.grant_key.key_arn}
         self._idempotency_environment = {"IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name}
         self._cursor_environment = {"CURSOR_SIGNING_SECRET_ARN": storage.cursor_signing_key.secret_arn,
                                     "AGENTLEDGER_ARTIFACT_LINK_SECONDS": str(artifact_link_seconds)}
@@ -371,6 +373,7 @@ class Functions(Construct):
                     actions=list(TEST_BUILD_ACTIONS), resources=[self._build_sandbox.project.project_arn]
                 )
             )
+            self._build_sandbox.grant_start(role)
         _acknowledge_wildcard(
             role, "*", "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions."
         )

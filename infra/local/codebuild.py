@@ -48,6 +48,7 @@ from moto.codebuild import responses as codebuild_responses
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.utils import iso_8601_datetime_with_milliseconds
+from moto.ssm.models import ssm_backends
 
 from agentledger.testrun import driver as build_driver
 from agentledger.testrun.driver import INHERITED_VARIABLES, kill_tree
@@ -108,6 +109,7 @@ class LocalBuild:
     process: _Phase | None = None
     stopped: bool = False
     log_tail: str = ""
+    missing_parameters: list[str] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -205,20 +207,23 @@ class LocalCodeBuild:
                 response: CodeBuildResponse) -> None:
         project = backend.codebuild_projects[project_name].project_metadata
         environment = dict(project.get("environment") or {})
-        declared = {v["name"]: v["value"] for v in environment.get("environmentVariables", [])}
-        overrides = {v["name"]: v["value"] for v in response._get_param("environmentVariablesOverride") or []}
+        declared = {v["name"]: v for v in environment.get("environmentVariables", [])}
+        overrides = {v["name"]: v for v in response._get_param("environmentVariablesOverride") or []}
         timeout_minutes = response._get_param("timeoutInMinutesOverride") or project.get("timeoutInMinutes") or 60
+        # As CodeBuild returns them: a PARAMETER_STORE variable's value is the parameter's name.
+        listed = [{"type": "PLAINTEXT", **v} for v in {**declared, **overrides}.values()]
         environment.update(
             image=response._get_param("imageOverride") or environment.get("image"),
             computeType=response._get_param("computeTypeOverride") or environment.get("computeType"),
-            environmentVariables=[{"name": k, "value": v, "type": "PLAINTEXT"}
-                                  for k, v in {**declared, **overrides}.items()],
+            environmentVariables=listed,
         )
         buildspec = _parse_buildspec(project["source"].get("buildspec", ""))
         record.update(environment=environment, timeoutInMinutes=timeout_minutes, currentPhase="QUEUED",
                       buildStatus="IN_PROGRESS", phases=[], logs={"groupName": f"/aws/codebuild/{project_name}"})
         record.pop("endTime", None)
-        build = LocalBuild(record["id"], project_name, record, {**declared, **overrides}, int(timeout_minutes) * 60)
+        variables, missing = _resolve(listed, response.current_account, response.region)
+        build = LocalBuild(record["id"], project_name, record, variables, int(timeout_minutes) * 60,
+                           missing_parameters=missing)
         with self._lock:
             self._builds[build.build_id] = build
         self._pool.submit(self._run, build, buildspec)
@@ -228,6 +233,8 @@ class LocalCodeBuild:
         deadline = time.monotonic() + build.timeout_s
         status = "SUCCEEDED"
         try:
+            if build.missing_parameters:  # CodeBuild fails such a build before any phase runs
+                raise SandboxError(f"parameter does not exist: {', '.join(build.missing_parameters)}")
             with self._place(build) as place, open(place.log_path, "wb") as log:
                 if self.unsafe:
                     log.write(f"{UNSAFE_WARNING}\n".encode())
@@ -508,6 +515,21 @@ def _parse_buildspec(text: str) -> dict[str, Any]:
     if not isinstance(spec, dict) or str(spec.get("version")) != "0.2":
         raise ValueError("the local CodeBuild runs buildspec version 0.2 only")
     return spec
+
+
+def _resolve(variables: list[dict[str, str]], account: str, region: str) -> tuple[dict[str, str], list[str]]:
+    """A build's variables as its commands see them, PARAMETER_STORE ones read (and decrypted)
+    from the local SSM, as CodeBuild reads them with the build role; and the parameters missing."""
+    resolved, missing = {}, []
+    for variable in variables:
+        name, value = variable["name"], variable["value"]
+        if variable["type"] != "PARAMETER_STORE":
+            resolved[name] = value
+        elif (parameter := ssm_backends[account][region].get_parameter(value)) is None:
+            missing.append(value)
+        else:
+            resolved[name] = parameter.decrypt(parameter.value) or ""
+    return resolved, missing
 
 
 def _tail(path: Path) -> str:

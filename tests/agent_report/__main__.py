@@ -24,7 +24,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from agentledger.adapters.codebuild import CodeBuildBuilds
+from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.models import BuildRequest
 from agentledger.testrun import layout
@@ -86,8 +86,13 @@ class Report:
                              aws_session_token=FUNCTION_CREDENTIALS.token,
                              config=Config(signature_version="s3v4"))
         self.artifacts = ArtifactStore(self.bucket, self.s3, links)
-        self.builds = CodeBuildBuilds(runtime.output("TestBuildProjectName"), runtime.client("codebuild"),
-                                      self.artifacts)
+        # The builds started as the verify function starts them, with the settings the stack gave it.
+        assert runtime.stack is not None
+        verify = runtime.client("lambda").get_function_configuration(FunctionName=runtime.stack.functions["VerifyFunction"])
+        settings = verify["Environment"]["Variables"]
+        self.builds = CodeBuildBuilds(settings["TEST_BUILD_PROJECT_NAME"], runtime.client("codebuild"),
+                                      SecretParameters(runtime.client("ssm"), settings["OUTPUT_GRANT_PARAMETER_PATH"],
+                                                       settings["OUTPUT_GRANT_KEY_ARN"]))
 
     def view(self, run_id: str) -> dict[str, Any]:
         return self.runtime.call_api("GET", f"/runs/{run_id}", caller=principal_arn("operator")).json()

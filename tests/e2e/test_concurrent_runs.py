@@ -45,7 +45,8 @@ def test_fifty_runs_started_at_once_all_reach_review(tmp_path: Path) -> None:
         ours = {run_id for _, run_id in created}
 
         listed = until_all_listed(url, ours, "awaiting_review", profiles)
-        assert {run["run_id"] for run in listed} >= ours
+        missing = ours - {run["run_id"] for run in listed}
+        assert not missing, {run_id: where(url, run_id, profiles) for run_id in sorted(missing)}
         handed_over = run_cli("runs", "--status", "needs_person", "--all", "--api", url, "--json",
                               environment=environment).json()["runs"]
         assert ours.isdisjoint(run["run_id"] for run in handed_over)
@@ -71,6 +72,15 @@ def until_all_listed(url: str, run_ids: set[str], status: str, profiles: Path) -
         if run_ids <= {run["run_id"] for run in runs} or time.monotonic() > deadline:
             return runs
         time.sleep(1)
+
+
+def where(url: str, run_id: str, profiles: Path) -> dict:
+    """What a run that did not reach review shows: its status, stage, transitions and executions."""
+    view = http(url, "GET", f"/runs/{run_id}", profiles=profiles).body or {}
+    run = view.get("run") or {}
+    return {"status": run.get("status"), "stage": run.get("stage"), "executions": run.get("executions"),
+            "transitions": [(t["from_state"], t["to_state"]) for t in view.get("transitions", [])],
+            "handoff": view.get("handoff")}
 
 
 def serving_process(url: str) -> int:

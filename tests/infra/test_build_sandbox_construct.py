@@ -1,5 +1,6 @@
-"""The test-build sandbox: a CodeBuild project whose role writes its own logs and nothing else,
-started only by the verify function, optionally in a VPC with no route out."""
+"""The test-build sandbox: a CodeBuild project whose role writes its own logs and reads its output
+grant and nothing else, started only by the stages that run builds, optionally in a VPC with no
+route out."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from typing import Any
 
 import pytest
 from aws_cdk import App
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from agentledger.artifacts import artifact_key
 from agentledger.models import Stage
-from agentledger.testrun.layout import BUILDSPEC, OUTPUT_GRANT_FILE, build_timeout_minutes
+from agentledger.states import BUILD_STAGES
+from agentledger.testrun.layout import BUILDSPEC, build_timeout_minutes
 from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS, build_app
 from infra.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
 from infra.constructs.functions import TEST_BUILD_ACTIONS
@@ -22,9 +24,10 @@ from infra.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 
-# Services whose data or control a test build must never reach.
-FORBIDDEN_SERVICES = ("s3", "dynamodb", "states", "secretsmanager", "kms", "sts", "iam", "sns", "lambda",
-                      "codebuild", "ssm", "execute-api", "events")
+# Services whose data or control a test build must never reach (SSM and KMS it reaches for its
+# output grant alone, checked statement by statement below).
+FORBIDDEN_SERVICES = ("s3", "dynamodb", "states", "secretsmanager", "sts", "iam", "sns", "lambda",
+                      "codebuild", "execute-api", "events")
 VPC_NETWORK_ACTIONS = {
     "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:DescribeDhcpOptions",
     "ec2:DescribeNetworkInterfaces", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs",
@@ -107,15 +110,62 @@ def _log_streams(template: Template) -> dict[str, Any]:
                               {"Ref": "AWS::AccountId"}, ":log-group:", {"Ref": log_group}, ":log-stream:*"]]}
 
 
-def test_the_build_role_may_write_streams_of_its_own_log_group_and_nothing_else(template: Template) -> None:
+def _grant_parameters() -> dict[str, Any]:
+    """The ARN pattern of the output grants' parameters, as the template writes it."""
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ssm:", {"Ref": "AWS::Region"}, ":",
+                              {"Ref": "AWS::AccountId"}, ":parameter/AgentLedgerStack/output-grants/*"]]}
+
+
+def _grant_key(template: Template) -> tuple[str, dict[str, Any]]:
+    return _only(template.find_resources("AWS::KMS::Key", {"Properties": {"Description": Match.string_like_regexp(
+        "output grants")}}))
+
+
+THROUGH_SSM = {"StringEquals": {"kms:ViaService": {"Fn::Join": ["", ["ssm.", {"Ref": "AWS::Region"},
+                                                                      ".amazonaws.com"]]}}}
+
+
+def test_the_build_role_writes_its_own_log_streams_and_reads_output_grants_and_nothing_else(template: Template) -> None:
     # Not the group's ARN (which grants the group's own actions too): its streams, the tightest
     # IAM allows, since a stream is named after its build's id and no policy variable yields that.
+    # The grants: read by name (no listing), decrypted through SSM only.
     role_id, _ = _build_role(template)
-    assert _statements_of(template, role_id) == [{
-        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-        "Effect": "Allow",
-        "Resource": _log_streams(template),
-    }]
+    key_id, _ = _grant_key(template)
+    assert _statements_of(template, role_id) == [
+        {"Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Effect": "Allow",
+         "Resource": _log_streams(template)},
+        {"Action": "ssm:GetParameters", "Effect": "Allow", "Resource": _grant_parameters()},
+        {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": {"Fn::GetAtt": [key_id, "Arn"]},
+         "Condition": THROUGH_SSM},
+    ]
+
+
+def test_no_one_but_the_build_role_may_decrypt_an_output_grant(template: Template) -> None:
+    role_id, _ = _build_role(template)
+    _, key = _grant_key(template)
+    assert key["Properties"]["EnableKeyRotation"] is True
+    denied = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s["Effect"] == "Deny"]
+    assert denied == [{"Action": "kms:Decrypt", "Effect": "Deny", "Principal": {"AWS": "*"}, "Resource": "*",
+                       "Condition": {"ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": [role_id, "Arn"]}}}}]
+
+
+def test_the_stages_that_run_builds_write_and_delete_grants_and_encrypt_but_never_decrypt(template: Template) -> None:
+    key_id, _ = _grant_key(template)
+    for name, function in template.find_resources("AWS::Lambda::Function").items():
+        statements = _statements_of(template, function["Properties"]["Role"]["Fn::GetAtt"][0])
+        grants = [s for s in statements if s["Resource"] in (_grant_parameters(), {"Fn::GetAtt": [key_id, "Arn"]})]
+        if name in ("ExecuteFunction", "VerifyFunction"):
+            assert grants == [
+                {"Action": ["ssm:DeleteParameter", "ssm:PutParameter"], "Effect": "Allow",
+                 "Resource": _grant_parameters()},
+                {"Action": ["kms:Encrypt", "kms:GenerateDataKey"], "Effect": "Allow",
+                 "Resource": {"Fn::GetAtt": [key_id, "Arn"]}, "Condition": THROUGH_SSM},
+            ], name
+            variables = function["Properties"]["Environment"]["Variables"]
+            assert variables["OUTPUT_GRANT_PARAMETER_PATH"] == "/AgentLedgerStack/output-grants"
+            assert variables["OUTPUT_GRANT_KEY_ARN"] == {"Fn::GetAtt": [key_id, "Arn"]}
+        else:
+            assert grants == [], name
 
 
 @pytest.mark.parametrize("service", FORBIDDEN_SERVICES)
@@ -154,8 +204,9 @@ def test_isolated_builds_run_in_subnets_with_no_route_out(isolated) -> None:
         pytest.fail(f"unexpected route {route['Properties']}")
     endpoints = {json.dumps(e["Properties"]["ServiceName"]): e["Properties"]["VpcEndpointType"]
                  for e in template.find_resources("AWS::EC2::VPCEndpoint").values()}
-    assert sorted(endpoints.values()) == ["Gateway", "Interface"]
-    assert any(".s3" in name for name in endpoints) and any(".logs" in name for name in endpoints)
+    assert sorted(endpoints.values()) == ["Gateway", "Interface", "Interface"]
+    assert {service for service in ("s3", "logs", "ssm") if any(f".{service}" in name for name in endpoints)} == {
+        "s3", "logs", "ssm"}
 
 
 def test_isolated_builds_may_open_https_only(isolated) -> None:
@@ -175,7 +226,7 @@ def test_isolated_builds_may_attach_interfaces_only_in_their_subnets(isolated) -
     _, _, template = isolated
     role_id, _ = _build_role(template)
     statements = _statements_of(template, role_id)
-    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents",
+    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "ssm:GetParameters", "kms:Decrypt",
                                     "ec2:CreateNetworkInterfacePermission"} | VPC_NETWORK_ACTIONS
     (permission,) = [s for s in statements if s["Action"] == "ec2:CreateNetworkInterfacePermission"]
     condition = permission["Condition"]["StringEquals"]
@@ -199,17 +250,28 @@ def test_isolated_builds_reach_through_s3_only_the_keys_of_their_test_runs(isola
     _, _, template = isolated
     assert _endpoint_policy(template, "s3") == [
         {"Action": "s3:GetObject", "Effect": "Allow", "Principal": {"AWS": "*"},
-         "Resource": _bucket_objects(template, "runs/*/verify/*")},
+         "Resource": [_bucket_objects(template, "runs/*/execute/*"), _bucket_objects(template, "runs/*/verify/*")]},
         {"Action": "s3:PutObject", "Effect": "Allow", "Principal": {"AWS": "*"},
-         "Resource": _bucket_objects(template, "runs/*/verify/builds/*")},
+         "Resource": [_bucket_objects(template, "runs/*/execute/builds/*"),
+                      _bucket_objects(template, "runs/*/verify/builds/*")]},
     ]
-    # The keys the code makes match: the input tarball and the grant are read, the output written.
-    keys = {"input": artifact_key("r", Stage.VERIFY, "test-input.tar.gz", "ab" * 32),
-            "grant": f"runs/r/verify/builds/{'cd' * 16}-1/{OUTPUT_GRANT_FILE}",
-            "output": f"runs/r/verify/builds/{'cd' * 16}-1/output.tar.gz"}
-    assert all(fnmatch(key, BUILD_READS) for key in keys.values()) and fnmatch(keys["output"], BUILD_WRITES)
-    assert not fnmatch("repositories/" + "ab" * 32 + ".tar.gz", BUILD_READS)
-    assert not fnmatch(artifact_key("r", Stage.PLAN, "plan.json", "ab" * 32), BUILD_READS)
+    # The keys the code makes match, for both stages that start builds (workflow/builds.py): the
+    # input tarball is read, the output written; no other stage's artifact, no upload.
+    assert set(BUILD_STAGES) == {Stage.EXECUTE, Stage.VERIFY}
+    for stage in BUILD_STAGES:
+        read = artifact_key("r", stage, "test-input.tar.gz", "ab" * 32)
+        written = f"runs/r/{stage.value}/builds/{'cd' * 16}-1/output.tar.gz"
+        assert any(fnmatch(read, keys) for keys in BUILD_READS)
+        assert any(fnmatch(written, keys) for keys in BUILD_WRITES)
+    for elsewhere in ("repositories/" + "ab" * 32 + ".tar.gz", artifact_key("r", Stage.PLAN, "plan.json", "ab" * 32)):
+        assert not any(fnmatch(elsewhere, keys) for keys in BUILD_READS + BUILD_WRITES)
+
+
+def test_isolated_builds_reach_through_ssm_only_the_output_grants(isolated) -> None:
+    _, _, template = isolated
+    assert _endpoint_policy(template, "ssm") == [
+        {"Action": "ssm:GetParameters", "Effect": "Allow", "Principal": {"AWS": "*"}, "Resource": _grant_parameters()},
+    ]
 
 
 def test_isolated_builds_reach_through_logs_only_their_own_log_streams(isolated) -> None:

@@ -30,6 +30,7 @@ ARTIFACT_READERS = {"ApiFunction", "AssessFunction", "ReviewKeeperFunction", "Ef
 IDEMPOTENCY_USERS = {"ApiFunction", "EffectFunction", "RequestReviewFunction"}
 NOTIFIERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifies the reviewers
 GITHUB_WRITERS = {"EffectFunction"}  # tickets and pull requests: the only role that reads the token
+BUILD_STARTERS = {"ExecuteFunction", "VerifyFunction"}
 WORKFLOW_RUNNERS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "EffectFunction"}
 GITHUB_ENVIRONMENT = {"GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_BASE_BRANCH", "GITHUB_TOKEN_SECRET_ARN"}
 STATE_MACHINE_TASKS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "ReviewKeeperFunction"}
@@ -321,6 +322,8 @@ def test_only_the_notifiers_publish_and_only_the_github_writer_reads_the_token(f
         expected |= {"sns:Publish", "kms:GenerateDataKey", "kms:Decrypt"}
     if name in GITHUB_WRITERS or name == "ApiFunction":  # the API's is the cursor signing key, below
         expected.add("secretsmanager:GetSecretValue")
+    if name in BUILD_STARTERS:  # the output grants' key (test_build_sandbox_construct.py)
+        expected |= {"kms:Encrypt", "kms:GenerateDataKey"}
     assert receiver_actions == expected
 
 

@@ -1,5 +1,6 @@
 """The local CodeBuild on moto: the project's buildspec runs in a subprocess sandbox, fetches its
-input and uploads its output through presigned links, and leaves nothing behind."""
+input and uploads its output through presigned links (the upload's from a SecureString parameter),
+and leaves nothing behind."""
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ from botocore.credentials import Credentials
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from agentledger.adapters.codebuild import CodeBuildBuilds
+from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.agent import BedrockPlanner, BedrockSettings, PlanBrief, inspect_repository, snapshot_directory
 from agentledger.agent.bedrock import PLAN_TOOL
@@ -30,7 +31,7 @@ from agentledger.models import BuildRequest, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
-from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_URL_VARIABLE
+from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from agentledger.workflow.builds import control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
@@ -75,7 +76,10 @@ class Sandbox:
                                  environment={"type": "LINUX_CONTAINER", "image": "aws/codebuild/standard:7.0",
                                               "computeType": "BUILD_GENERAL1_SMALL"})
         self.codebuild = codebuild
-        self.builds = CodeBuildBuilds(project, codebuild, self.artifacts)
+        self.project = project
+        self.ssm = boto3.client("ssm", region_name=REGION)
+        key = boto3.client("kms", region_name=REGION).create_key()["KeyMetadata"]["Arn"]
+        self.builds = CodeBuildBuilds(project, codebuild, SecretParameters(self.ssm, f"/{project}/output-grants", key))
         self.count = 0
         self.grants: dict[str, dict[str, Any]] = {}  # build id -> the output grant it was started with
 
@@ -145,14 +149,36 @@ def test_the_code_under_test_sees_no_credentials_resource_names_or_grants(sandbo
 
 
 def test_the_output_grant_is_not_in_the_metadata_the_build_service_returns(sandbox: Sandbox, tmp_path: Path) -> None:
-    finished = sandbox.run(_repository(tmp_path / "repo", "true"))
-    assert finished.status == BuildStatus.SUCCEEDED and finished.contents is not None, finished.log  # uploaded
-    [(build_id, grant)] = sandbox.grants.items()
+    build_id = sandbox.start(_repository(tmp_path / "repo", "true"))
+    [(_, grant)] = sandbox.grants.items()
     [build] = sandbox.codebuild.batch_get_builds(ids=[build_id])["builds"]
+    [variable] = [v for v in build["environment"]["environmentVariables"] if v["name"] == OUTPUT_GRANT_VARIABLE]
+    # What BatchGetBuilds shows is the name of a SecureString parameter, not the grant nor a link to it.
+    assert variable["type"] == "PARAMETER_STORE"
+    parameter = sandbox.ssm.get_parameter(Name=variable["value"])["Parameter"]
+    assert parameter["Type"] == "SecureString"
     metadata = json.dumps(build, default=str)
-    assert OUTPUT_GRANT_URL_VARIABLE in metadata  # a link to the grant, valid while the build may run
-    for secret in (grant["fields"]["policy"], grant["fields"]["x-amz-signature"]):
+    for secret in (grant["fields"]["policy"], grant["fields"]["x-amz-signature"], "x-amz-credential"):
         assert secret not in metadata
+
+    assert sandbox.local.wait(build_id, 120), "the build did not end"
+    assert sandbox.builds.status(build_id) == BuildStatus.SUCCEEDED
+    assert sandbox.artifacts.read(f"runs/run-{sandbox.count}/verify/builds/output.tar.gz")  # the build used it
+    # The build has ended: the first look at its status deleted the grant.
+    with pytest.raises(sandbox.ssm.exceptions.ParameterNotFound):
+        sandbox.ssm.get_parameter(Name=variable["value"])
+
+
+def test_a_build_naming_a_parameter_that_does_not_exist_fails_before_any_phase_runs(sandbox: Sandbox) -> None:
+    build_id = sandbox.codebuild.start_build(projectName=sandbox.project, environmentVariablesOverride=[
+        {"name": TEST_RUN_VARIABLE, "value": "run-missing/digest#1", "type": "PLAINTEXT"},
+        {"name": OUTPUT_GRANT_VARIABLE, "value": "/nowhere/grant", "type": "PARAMETER_STORE"},
+    ])["build"]["id"]
+    assert sandbox.local.wait(build_id, 60), "the build did not end"
+    assert sandbox.builds.status(build_id) == BuildStatus.FAILED
+    [build] = sandbox.local.builds_for("run-missing")
+    assert "parameter does not exist: /nowhere/grant" in build.log_tail
+    assert "Entering phase" not in build.log_tail
 
 
 def test_no_process_the_tests_started_outlives_the_build(sandbox: Sandbox, tmp_path: Path) -> None:

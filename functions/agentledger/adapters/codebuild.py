@@ -1,59 +1,88 @@
 """Test builds on CodeBuild: start one with this test run's grants, ask how it is doing, and find
 the build a crashed attempt started before it could record the build's id.
 
-A build's variables are not secret: BatchGetBuilds returns them in plaintext, to the verify
-function and to anyone else allowed to call it (ReadOnlyAccess is). The output grant could write
-the build's results, so it is stored as an object next to the output key and the build gets a
-presigned GET of it, which its post_build fetches for the driver's upload alone."""
+A build's plaintext variables are not secret: BatchGetBuilds returns them to the verify function
+and to anyone else allowed to call it (ReadOnlyAccess is). The output grant could write the
+build's results, so it is a SecureString parameter, under a key that only the build role may
+decrypt, named by a random token (the build role may read any parameter under the path, but
+cannot list them, so a build reads only the one it was given); the build gets it as a
+PARAMETER_STORE variable, whose value in the metadata is the name. Once the build has ended, the
+first look at its status deletes the parameter."""
 from __future__ import annotations
 
 import json
-from pathlib import PurePosixPath
+import secrets
+from contextlib import suppress
 from typing import Any
 
 from ..models import BuildRequest
 from ..states import BuildStatus
-from ..testrun.layout import (
-    INPUT_URL_VARIABLE,
-    OUTPUT_GRANT_FILE,
-    OUTPUT_GRANT_URL_VARIABLE,
-    TEST_RUN_VARIABLE,
-    output_grant_seconds,
-)
-from .s3_artifacts import ArtifactStore
+from ..testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 
 # How far back `find` looks: the builds a crashed attempt could have started are the newest ones.
 FIND_LOOKBACK_BUILDS = 200
 BATCH_SIZE = 100
 
 
+class SecretParameters:
+    """SecureString parameters under one path, encrypted with one key, each named by a random token."""
+
+    def __init__(self, ssm_client: Any, path: str, key_id: str) -> None:
+        self._ssm = ssm_client
+        self.path = path.rstrip("/")
+        self.key_id = key_id
+
+    def put(self, value: str) -> str:
+        name = f"{self.path}/{secrets.token_hex(16)}"
+        # Intelligent-Tiering: a grant carries the signing session's token, which can take it past
+        # the standard tier's 4 KB; those few are stored as advanced parameters.
+        self._ssm.put_parameter(Name=name, Value=value, Type="SecureString", KeyId=self.key_id,
+                                Tier="Intelligent-Tiering", Overwrite=False)
+        return name
+
+    def delete(self, name: str) -> None:
+        if not name.startswith(f"{self.path}/"):
+            return  # not one of ours: a build started before grants were parameters
+        with suppress(self._ssm.exceptions.ParameterNotFound):  # an earlier look at the build deleted it
+            self._ssm.delete_parameter(Name=name)
+
+
 class CodeBuildBuilds:
-    def __init__(self, project_name: str, codebuild_client: Any, artifacts: ArtifactStore) -> None:
+    def __init__(self, project_name: str, codebuild_client: Any, grants: SecretParameters) -> None:
         self.project_name = project_name
         self._codebuild = codebuild_client
-        self._artifacts = artifacts
+        self._grants = grants
 
     def start(self, request: BuildRequest) -> str:
-        grant_key = PurePosixPath(request.output_grant["fields"]["key"]).with_name(OUTPUT_GRANT_FILE)
-        grant_url = self._artifacts.hand_over(str(grant_key), json.dumps(request.output_grant).encode(),
-                                              output_grant_seconds(request.timeout_minutes))
-        variables = {
-            INPUT_URL_VARIABLE: request.input_url,
-            OUTPUT_GRANT_URL_VARIABLE: grant_url,
-            TEST_RUN_VARIABLE: request.test_run,
-        }
-        response = self._codebuild.start_build(
-            projectName=self.project_name,
-            environmentVariablesOverride=[{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in variables.items()],
-            imageOverride=request.image,
-            computeTypeOverride=request.compute,
-            timeoutInMinutesOverride=request.timeout_minutes,
-        )
+        grant = self._grants.put(json.dumps(request.output_grant))
+        variables = [
+            {"name": INPUT_URL_VARIABLE, "value": request.input_url, "type": "PLAINTEXT"},
+            {"name": TEST_RUN_VARIABLE, "value": request.test_run, "type": "PLAINTEXT"},
+            {"name": OUTPUT_GRANT_VARIABLE, "value": grant, "type": "PARAMETER_STORE"},
+        ]
+        try:
+            response = self._codebuild.start_build(
+                projectName=self.project_name,
+                environmentVariablesOverride=variables,
+                imageOverride=request.image,
+                computeTypeOverride=request.compute,
+                timeoutInMinutesOverride=request.timeout_minutes,
+            )
+        except self._codebuild.exceptions.ClientError:
+            self._grants.delete(grant)  # no build will read it
+            raise
         return response["build"]["id"]
 
     def status(self, build_id: str) -> BuildStatus | None:
         builds = self._codebuild.batch_get_builds(ids=[build_id])["builds"]
-        return BuildStatus(builds[0]["buildStatus"]) if builds else None
+        if not builds:
+            return None
+        status = BuildStatus(builds[0]["buildStatus"])
+        if status is not BuildStatus.IN_PROGRESS:
+            grant = _variable(builds[0], OUTPUT_GRANT_VARIABLE)
+            if grant is not None:
+                self._grants.delete(grant)
+        return status
 
     def find(self, test_run: str) -> str | None:
         ids: list[str] = []

@@ -35,12 +35,6 @@ class ArtifactStore(ContentAddressedArtifacts):
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
         )
 
-    def hand_over(self, key: str, data: bytes, expires_s: int) -> str:
-        """Store `data` at `key`, outside the ledger's artifacts, and return a presigned GET of it:
-        how a secret reaches a build without being written into the build's visible configuration."""
-        self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType="application/json")
-        return self.download_url(key, expires_s)
-
     def upload_grant(self, key: str, max_bytes: int, expires_s: int, min_bytes: int = 1) -> dict[str, Any]:
         """A presigned POST for this one key (S3 enforces the key and the size range)."""
         grant = self._links.generate_presigned_post(

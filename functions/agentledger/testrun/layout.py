@@ -28,15 +28,12 @@ COVERAGE_DIR = "coverage"  # JaCoCo XML reports the config's `jacoco` globs matc
 # Variables the orchestrator sets on each build. None of them reaches the install or test
 # commands: the driver starts those with an environment it builds itself.
 INPUT_URL_VARIABLE = "AGENTLEDGER_INPUT_URL"  # presigned GET of this test run's input tarball
-# Presigned GET of this test run's output grant (OUTPUT_GRANT_FILE, next to its output key). The
-# grant itself is not a build variable: CodeBuild returns every variable of a build in plaintext
-# to whoever may call BatchGetBuilds, and the grant can write the build's results.
-OUTPUT_GRANT_URL_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT_URL"
 TEST_RUN_VARIABLE = "AGENTLEDGER_TEST_RUN"  # "<run id>/<input digest>", to find the build again
-# Set for the driver's upload alone (the buildspec fetches it just before): the presigned POST
-# (JSON: url, fields) for the test run's outputs.
+# The presigned POST (JSON: url, fields) for the test run's outputs, for the driver's upload. The
+# grant can write the build's results, and CodeBuild returns a build's plaintext variables to
+# whoever may call BatchGetBuilds (ReadOnlyAccess may), so this is a PARAMETER_STORE variable: the
+# build's metadata holds a SecureString parameter's name, which only the build role can decrypt.
 OUTPUT_GRANT_VARIABLE = "AGENTLEDGER_OUTPUT_GRANT"
-OUTPUT_GRANT_FILE = "output-grant.json"
 # Declared by the build host: where dependency caches live (a CodeBuild local cache path on AWS).
 CACHE_VARIABLE = "AGENTLEDGER_CACHE"
 # Set by the driver for the test command: where to write JUnit XML that it should collect.
@@ -60,18 +57,15 @@ BUILDSPEC: dict[str, Any] = {
         # entry and the tests read the cache only.
         "pre_build": {"commands": [f"python3 {DRIVER_FILE} install"]},
         "build": {"commands": [f"python3 {DRIVER_FILE} test"]},
-        "post_build": {"commands": [
-            f'{OUTPUT_GRANT_VARIABLE}="$(curl --fail --silent --show-error --retry 3 "${OUTPUT_GRANT_URL_VARIABLE}")" '
-            f"python3 {DRIVER_FILE} upload",
-        ]},
+        "post_build": {"commands": [f"python3 {DRIVER_FILE} upload"]},
     },
     "cache": {"paths": [f"{CACHE_PATH_ON_CODEBUILD}/**/*"]},
 }
 
 
 def output_grant_seconds(build_timeout_minutes: int) -> int:
-    """How long a build's output grant, and the link it is fetched through, stay valid: the
-    build's timeout and an hour queued before it starts."""
+    """How long a build's output grant stays valid: the build's timeout and an hour queued
+    before it starts."""
     return build_timeout_minutes * 60 + 3600
 
 
