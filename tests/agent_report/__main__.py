@@ -88,7 +88,8 @@ class Report:
         self.artifacts = ArtifactStore(self.bucket, self.s3, links)
         # The builds started as the verify function starts them, with the settings the stack gave it.
         assert runtime.stack is not None
-        verify = runtime.client("lambda").get_function_configuration(FunctionName=runtime.stack.functions["VerifyFunction"])
+        verify = runtime.client("lambda").get_function_configuration(
+            FunctionName=runtime.stack.functions["VerifyFunction"])
         settings = verify["Environment"]["Variables"]
         self.builds = CodeBuildBuilds(settings["TEST_BUILD_PROJECT_NAME"], runtime.client("codebuild"),
                                       SecretParameters(runtime.client("ssm"), settings["OUTPUT_GRANT_PARAMETER_PATH"],

@@ -31,6 +31,13 @@ def template(stack: AgentLedgerStack) -> Template:
 
 
 @pytest.fixture(scope="session")
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, AgentLedgerStack, Template]:
+    """The stack with `isolatedTestBuilds`: test builds in a VPC without a route out."""
+    app, stack = build_app(context={"isolatedTestBuilds": "true"}, outdir=tmp_path_factory.mktemp("cdk.isolated"))
+    return app, stack, Template.from_stack(stack)
+
+
+@pytest.fixture(scope="session")
 def resources(template: Template) -> Callable[[str], dict[str, Any]]:
     """All resources of one CloudFormation type, by logical id."""
     return lambda resource_type: template.find_resources(resource_type)

@@ -9,7 +9,6 @@ from fnmatch import fnmatch
 from typing import Any
 
 import pytest
-from aws_cdk import App
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
@@ -17,10 +16,9 @@ from agentledger.artifacts import artifact_key
 from agentledger.models import Stage
 from agentledger.states import BUILD_STAGES
 from agentledger.testrun.layout import BUILDSPEC, build_timeout_minutes
-from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS, build_app
+from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS
 from infra.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
 from infra.constructs.functions import TEST_BUILD_ACTIONS
-from infra.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 
@@ -60,12 +58,6 @@ def _statements_of(template: Template, role_id: str) -> list[dict[str, Any]]:
         if {"Ref": role_id} in policy["Properties"]["Roles"]
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
-
-
-@pytest.fixture(scope="module")
-def isolated(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, AgentLedgerStack, Template]:
-    app, stack = build_app(context={"isolatedTestBuilds": "true"}, outdir=tmp_path_factory.mktemp("cdk.isolated"))
-    return app, stack, Template.from_stack(stack)
 
 
 # --- the project ------------------------------------------------------------------------------
