@@ -59,19 +59,26 @@ def test_fifty_runs_started_at_once_all_reach_review(tmp_path: Path) -> None:
 
 
 def until_all_listed(url: str, run_ids: set[str], status: str, profiles: Path) -> list[dict]:
-    """The runs the API lists with that status, once it lists every one of `run_ids`."""
+    """The runs the API lists with that status, once it lists every one of `run_ids`, or as soon as
+    one of them is listed as handed to a person (it will not get there)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     while True:
-        runs, cursor = [], None
-        while True:
-            query = urlencode({"status": status, "limit": 100, **({"cursor": cursor} if cursor else {})})
-            page = http(url, "GET", f"/runs?{query}", profiles=profiles).body
-            runs += page["runs"]
-            if not (cursor := page.get("next_cursor")):
-                break
+        runs = listed(url, status, profiles)
         if run_ids <= {run["run_id"] for run in runs} or time.monotonic() > deadline:
             return runs
+        if run_ids & {run["run_id"] for run in listed(url, "needs_person", profiles)}:
+            return runs
         time.sleep(1)
+
+
+def listed(url: str, status: str, profiles: Path) -> list[dict]:
+    runs, cursor = [], None
+    while True:
+        query = urlencode({"status": status, "limit": 100, **({"cursor": cursor} if cursor else {})})
+        page = http(url, "GET", f"/runs?{query}", profiles=profiles).body
+        runs += page["runs"]
+        if not (cursor := page.get("next_cursor")):
+            return runs
 
 
 def where(url: str, run_id: str, profiles: Path) -> dict:
