@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: install sandbox-tools java-tools lint test test-unit test-integration synth demo bench agent-report serve clean
+.PHONY: install sandbox-tools java-tools browser-tools lint test test-unit test-integration synth demo bench agent-report serve clean
 
-install: $(STAMP) sandbox-tools java-tools
+install: $(STAMP) sandbox-tools java-tools browser-tools
 
 # The local test builds' sandbox (infra/local/sandbox.py): bubblewrap and pasta (Debian's passt),
 # installed with apt when missing and this is root; otherwise what to do is said, and serve
@@ -42,6 +42,19 @@ java-tools:
 	    || echo "agentledger: could not install $(JAVA_PACKAGES); the Maven sample's test will fail until they are"; \
 	else \
 	  echo "agentledger: the Maven sample's test needs: sudo apt-get install -y $(JAVA_PACKAGES)"; \
+	fi
+
+# A browser for the console's tests (tests/e2e/test_console.py): Debian's chromium, driven by
+# Playwright. Playwright's own browser download is never used: it needs more than the registries.
+browser-tools:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium for the console's browser tests (a minute or two)..."; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; } \
+	    || echo "agentledger: could not install chromium; the console's browser tests will fail until it is"; \
+	else \
+	  echo "agentledger: the console's browser tests need: sudo apt-get install -y chromium"; \
 	fi
 
 $(STAMP): pyproject.toml

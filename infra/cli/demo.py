@@ -21,6 +21,7 @@ from infra.cli.client import ApiClient, ApiError
 from infra.cli.follow import follow_run
 from infra.cli.render import metrics_summary as render_metrics
 from infra.cli.signing import request_signer
+from infra.local.console import PREFIX as CONSOLE_PREFIX
 from infra.local.metrics import emitted_metrics, summarize
 from infra.local.principals import write_profiles
 from infra.local.runtime import LocalRuntime
@@ -77,6 +78,9 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
     write_profiles(profiles, runtime.principals)
     client = ApiClient(server.url, request_signer(server.url, "agentledger-requester", profiles))
     reviewer = ApiClient(server.url, request_signer(server.url, "agentledger-reviewer", profiles))
+    links = server.console.sign_in_links(server.url)
+    print(f"agentledger demo: watch it in the console while the demo runs; sign in as the reviewer: "
+          f"{links['reviewer']}", flush=True)
     try:
         _step(f"1. the requester starts a run through {server.url}; the process will die after verification "
               f"({INTERRUPTION})")
@@ -86,6 +90,7 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
         run_id = created["run_id"]
         runtime.crashes.arm(run_id, LOST_PULL_REQUEST_RESPONSE)
         print(render.created(render.printable_document(created)), flush=True)
+        print(f"console: {server.url}{CONSOLE_PREFIX}#/runs/{run_id}", flush=True)
         _follow(client, run_id)
 
         _step("2. resume: what is complete, what evidence still holds, what is safe next")
@@ -115,6 +120,8 @@ def run_demo(workdir: Path, port: int, unsafe_local_builds: bool = False) -> dic
 
         _step("6. the run's timeline")
         print(render.run_timeline(render.printable_document(final)), flush=True)
+        print(f"console: {server.url}{CONSOLE_PREFIX}#/runs/{run_id} (served until the demo ends; "
+              "`agentledger serve` prints sign-in links for its own runs)", flush=True)
         metrics = summarize(emitted_metrics(runtime))
         _step("7. metrics the handlers emitted")
         print(render_metrics(metrics), flush=True)

@@ -118,6 +118,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"state machine: {runtime.state_machine_arn}", flush=True)
         print(f"callers: profiles {', '.join(p.profile for p in runtime.principals)} in {credentials}; the CLI "
               "signs as the requester unless --profile names another", flush=True)
+        # As Jupyter prints its token: each link signs a browser in once, as that principal.
+        for duty, link in server.console.sign_in_links(server.url).items():
+            print(f"console: sign in as the {duty}: {link}", flush=True)
         # Woken twice a second: Python runs a signal's handler in the main thread between bytecodes,
         # and a lock wait without a timeout may sleep through a signal another thread received.
         while not stopping.wait(0.5):

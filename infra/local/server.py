@@ -13,6 +13,8 @@ from urllib.parse import parse_qsl, urlsplit
 from agentledger.faults import CRASH_HEADER
 from agentledger.service import ErrorBody, run_id_for
 
+from .console import PREFIX as CONSOLE_PREFIX
+from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .runtime import LocalRuntime
@@ -43,6 +45,7 @@ class LocalApiServer:
         self.runtime = runtime
         self.socket_timeout_s = socket_timeout_s
         self.keeper_interval_s = keeper_interval_s
+        self.console = Console(runtime)
         self._stopping = threading.Event()
         self.httpd = _ApiHttpServer(("127.0.0.1", port), _handler_for(self))
         self._threads: list[threading.Thread] = []
@@ -99,16 +102,9 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
         timeout = server.socket_timeout_s
 
         def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
-            data = body.encode()
-            self.send_response(status)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            for name, value in (headers or {"Content-Type": "application/json"}).items():
-                if name.lower() not in ("content-length", "connection"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_bytes(status, body.encode(), {
+                name: value for name, value in (headers or {"Content-Type": "application/json"}).items()
+                if name.lower() not in ("content-length", "connection")})
 
         def _error(self, status: HTTPStatus, message: str) -> None:
             self._send(status, ErrorBody.of(status, message).model_dump_json())
@@ -144,6 +140,10 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 return
             length = int(self.headers.get("Content-Length") or 0)
             data = self.rfile.read(length) if length else b""
+            parts = urlsplit(self.path)
+            if parts.path == CONSOLE_PREFIX.rstrip("/") or parts.path.startswith(CONSOLE_PREFIX):
+                self._console(parts.path, parts.query, data)
+                return
             try:
                 # As API Gateway's IAM authorization: the signature names the caller, or 403.
                 verified = verify_signature(self.command, f"http://{self.headers.get('Host', '')}{self.path}",
@@ -162,7 +162,6 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             except UnicodeDecodeError:
                 self._error(HTTPStatus.BAD_REQUEST, "the body is not UTF-8")
                 return
-            parts = urlsplit(self.path)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "host")}
             headers = {_canonical(k): v for k, v in headers.items()}
             if parts.path == LOCAL_METRICS_PATH and self.command == "GET":
@@ -178,6 +177,33 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             response = server.runtime.call_api(self.command, parts.path, raw_body=raw, query=query, headers=headers,
                                                caller=verified.arn)
             self._send(response.status, response.body, response.headers or None)
+
+        def _console(self, path: str, query: str, data: bytes) -> None:
+            """The console's pages and calls: signed by the session cookie, not by SigV4."""
+            if path == CONSOLE_PREFIX.rstrip("/"):
+                self._send(HTTPStatus.MOVED_PERMANENTLY, "", {"Location": CONSOLE_PREFIX})
+                return
+            if self.command not in ("GET", "POST"):
+                self._error(HTTPStatus.METHOD_NOT_ALLOWED, f"the console takes {ALLOWED_METHODS}")
+                return
+            try:
+                body = data.decode("utf-8") if data else None
+            except UnicodeDecodeError:
+                self._error(HTTPStatus.BAD_REQUEST, "the body is not UTF-8")
+                return
+            answer = server.console.handle(self.command, path, dict(parse_qsl(query, keep_blank_values=True)),
+                                           {k.lower(): v for k, v in self.headers.items()}, body)
+            self._send_bytes(answer.status, answer.body, with_security_headers(answer.headers))
+
+        def _send_bytes(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch
 
