@@ -8,7 +8,8 @@
     peak memory (tests/bench/scale.py);
 (e) concurrent runs: time until all reach review, how many were handed to a person, transitions
     lost or doubled (tests/bench/concurrency.py);
-(f) the cold import time of each handler module (tests/bench/imports.py).
+(f) the cold import time of each handler module (tests/bench/imports.py);
+(g) the console's run page of (d)'s largest run, rendered in chromium (tests/bench/console.py).
 
 Each target is printed beside its figure with a mark, never asserted. The exit status is non-zero
 only if the bench itself crashed (a phase raised): a missed target, or a run handed to a person,
@@ -27,7 +28,7 @@ from pathlib import Path
 from infra.local.runtime import LocalRuntime
 from tests.samples import write_sample_repository
 
-from . import aws_requests, concurrency, engine, imports, restarts, scale
+from . import aws_requests, concurrency, console, engine, imports, restarts, scale
 from .client import BenchClient
 from .report import Table, crashed, progress, summary
 from .request_counter import RequestCounter
@@ -39,6 +40,7 @@ LARGEST_REPOSITORY = 10_000  # files, end to end
 INSPECT_TARGET_S = 5.0  # inspect of the largest repository
 CONCURRENT_RUNS = 50  # with none handed to a person
 CLI_IMPORT_TARGET_S = 0.2
+CONSOLE_RUN_PAGE_TARGET_S = 1.0  # the run page of the largest repository's run, in the browser
 RUN_TIMEOUT_S = 600
 
 
@@ -49,10 +51,13 @@ class Sizes:
     repository_files: tuple[int, ...]
     concurrent_runs: int
     import_repeats: int
+    page_loads: int
 
 
-FULL = Sizes(suite_s=10.0, repeats=3, repository_files=(100, 1_000, 10_000), concurrent_runs=50, import_repeats=3)
-QUICK = Sizes(suite_s=1.0, repeats=1, repository_files=(100, 1_000), concurrent_runs=5, import_repeats=1)
+FULL = Sizes(suite_s=10.0, repeats=3, repository_files=(100, 1_000, 10_000), concurrent_runs=50, import_repeats=3,
+             page_loads=5)
+QUICK = Sizes(suite_s=1.0, repeats=1, repository_files=(100, 1_000), concurrent_runs=5, import_repeats=1,
+              page_loads=2)
 
 
 @dataclass
@@ -63,6 +68,7 @@ class Bench:
     sizes: Sizes
     root: Path
     requests: aws_requests.RequestsMeasurement | None = None  # (c) replays (b)'s warm run
+    scaled: list[scale.Measured] | None = None  # (g) opens the largest run (d) ran
     crashed: bool = False
 
     def sample_repository(self) -> Path:
@@ -87,8 +93,16 @@ def measure_restarts(bench: Bench) -> list[Table]:
 
 
 def measure_scale(bench: Bench) -> list[Table]:
-    measured = scale.measure(bench.client, bench.root, bench.sizes.repository_files)
-    return [scale.table(measured, LARGEST_REPOSITORY, INSPECT_TARGET_S)]
+    bench.scaled = scale.measure(bench.client, bench.root, bench.sizes.repository_files)
+    return [scale.table(bench.scaled, LARGEST_REPOSITORY, INSPECT_TARGET_S)]
+
+
+def measure_console(bench: Bench) -> list[Table]:
+    if not bench.scaled:
+        raise RuntimeError("the console opens the largest run (d) ran, and (d) ran none")
+    largest = max(bench.scaled, key=lambda row: row.files)
+    measured = console.measure(bench.runtime, largest.run_id, largest.files, bench.sizes.page_loads)
+    return [console.table(measured, CONSOLE_RUN_PAGE_TARGET_S, LARGEST_REPOSITORY)]
 
 
 def measure_concurrency(bench: Bench) -> list[Table]:
@@ -123,11 +137,13 @@ PHASES = (
     Phase("restarts", "a", "(a) Restart against starting over", (restarts.goal(RESUME_TARGET),), measure_restarts),
     Phase("scale", "d", "(d) A full run on generated repositories", scale.goals(LARGEST_REPOSITORY, INSPECT_TARGET_S),
           measure_scale),
+    Phase("console", "g", "(g) The console's run page in chromium",
+          (console.goal(LARGEST_REPOSITORY, CONSOLE_RUN_PAGE_TARGET_S),), measure_console),
     Phase("imports", "f", "(f) Cold import of each handler module", (imports.goal(CLI_IMPORT_TARGET_S),),
           measure_imports),
     Phase("concurrency", "e", "(e) Concurrent runs", (concurrency.goal(CONCURRENT_RUNS),), measure_concurrency),
 )
-DEPENDS_ON = {"engine": "requests"}  # (c) replays the run (b) measured
+DEPENDS_ON = {"engine": "requests", "console": "scale"}  # (c) replays (b)'s run; (g) opens (d)'s
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,7 @@ TIMEOUT_S = 900
 @dataclass(frozen=True)
 class Measured:
     files: int
+    run_id: str
     status: str
     start_s: float
     inspect_s: float
@@ -58,10 +59,10 @@ def measure(client: BenchClient, root: Path, sizes: tuple[int, ...]) -> list[Mea
         seconds = {stage: sum(invocation.seconds for invocation in invocations.invocations_of(stage))
                    for stage in ("inspect", "plan", "verify")}
         measured.append(Measured(
-            files=files, status=run.status, start_s=start_s, inspect_s=seconds["inspect"], plan_s=seconds["plan"],
-            verify_s=seconds["verify"], build_s=build_seconds(view), to_review_s=run.to_review_s,
-            end_to_end_s=run.end_to_end_s, resident_before_mib=before, peak_mib=_above(peak, before),
-            held_after_mib=_above(after, before), handoff=handoff_reason(view)))
+            files=files, run_id=run_id, status=run.status, start_s=start_s, inspect_s=seconds["inspect"],
+            plan_s=seconds["plan"], verify_s=seconds["verify"], build_s=build_seconds(view),
+            to_review_s=run.to_review_s, end_to_end_s=run.end_to_end_s, resident_before_mib=before,
+            peak_mib=_above(peak, before), held_after_mib=_above(after, before), handoff=handoff_reason(view)))
         progress(f"  {files} files: {run.status} in {run.end_to_end_s:.1f}s")
     return measured
 
