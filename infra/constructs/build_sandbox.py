@@ -244,25 +244,12 @@ class _IsolatedNetwork(Construct):
             self, "EndpointGroup", vpc=self.vpc, allow_all_outbound=False,
             description="CloudWatch Logs and SSM endpoints: HTTPS from test builds",
         )
-        self.logs_endpoint = self.vpc.add_interface_endpoint(
-            "Logs",
-            service=ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-            security_groups=[endpoint_group],
-            open=False,
-        )
-        self.logs_endpoint.add_to_policy(
-            iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=LOG_ACTIONS, resources=[log_streams])
+        self.logs_endpoint = self._interface_endpoint(
+            "Logs", ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS, endpoint_group, LOG_ACTIONS, log_streams
         )
         # CodeBuild resolves a build's PARAMETER_STORE variables from inside its network.
-        self.ssm_endpoint = self.vpc.add_interface_endpoint(
-            "Ssm",
-            service=ec2.InterfaceVpcEndpointAwsService.SSM,
-            security_groups=[endpoint_group],
-            open=False,
-        )
-        self.ssm_endpoint.add_to_policy(
-            iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=GRANT_READ_ACTIONS,
-                                resources=[grant_parameters])
+        self.ssm_endpoint = self._interface_endpoint(
+            "Ssm", ec2.InterfaceVpcEndpointAwsService.SSM, endpoint_group, GRANT_READ_ACTIONS, grant_parameters
         )
         self.build_group = ec2.SecurityGroup(
             self, "BuildGroup", vpc=self.vpc, allow_all_outbound=False,
@@ -273,6 +260,16 @@ class _IsolatedNetwork(Construct):
         # need a lookup that an environment-agnostic stack cannot make.)
         self.build_group.add_egress_rule(ec2.Peer.any_ipv4(), HTTPS, "S3 through the gateway endpoint")
         self.build_group.connections.allow_to(endpoint_group, HTTPS, "CloudWatch Logs and SSM endpoints")
+
+    def _interface_endpoint(
+        self, endpoint_id: str, service: ec2.InterfaceVpcEndpointAwsService, group: ec2.SecurityGroup,
+        actions: list[str], resource: str,
+    ) -> ec2.InterfaceVpcEndpoint:
+        """An HTTPS endpoint in the builds' subnets that lets through `actions` on `resource` only."""
+        endpoint = self.vpc.add_interface_endpoint(endpoint_id, service=service, security_groups=[group], open=False)
+        endpoint.add_to_policy(iam.PolicyStatement(principals=[iam.AnyPrincipal()], actions=actions,
+                                                   resources=[resource]))
+        return endpoint
 
     def project_properties(self) -> dict[str, object]:
         return {
