@@ -62,6 +62,14 @@ SECURITY_HEADERS = {
 }
 
 
+SIGN_IN_REFUSED = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in refused · agentledger console</title></head>
+<body><h1>This sign-in link is not valid</h1>
+<p>Each link signs one browser in once. Restart <code>agentledger serve</code> for new links, or use one of the
+others it printed.</p></body></html>
+"""
+
+
 @dataclass(frozen=True)
 class ConsoleResponse:
     status: int
@@ -130,8 +138,9 @@ class Console:
         with self._lock:
             principal = self._sign_ins.pop(_digest(token), None)
             if principal is None:
-                return _error(HTTPStatus.FORBIDDEN, "this sign-in link is not valid: each link signs in once; "
-                                                    "restart `agentledger serve` for new ones")
+                # A person followed it: a page, not the API's JSON.
+                return ConsoleResponse(HTTPStatus.FORBIDDEN, SIGN_IN_REFUSED.encode(),
+                                       {"Content-Type": "text/html; charset=utf-8"})
             session_id = secrets.token_urlsafe(32)
             self._sessions[_digest(session_id)] = _Session(principal, secrets.token_urlsafe(32),
                                                            time.time() + self.session_seconds)

@@ -355,6 +355,7 @@ def test_without_a_session_the_console_is_unusable_and_a_used_link_signs_in_nobo
 
     used = page.goto(console.links["requester"])  # the requester's context signed in with it already
     assert used is not None and used.status == 403
+    expect(page.get_by_role("heading", name="This sign-in link is not valid")).to_be_visible()
     assert context.request.get(f"{console.url}/console/session").status == 401
     page.goto(f"{console.url}/console/")
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
