@@ -21,6 +21,7 @@ STATE_MACHINE_FILE = PROJECT_FILES / "statemachines" / "run.asl.json"
 # that no tool takes this folder for a project of its own.
 DEPENDENCIES_FILE = PROJECT_FILES / "dependencies.toml"
 SAMPLE_REPOSITORY = PROJECT_FILES / "samples" / "textkit"  # the demo's; tests/samples/textkit
+CONSOLE_STATIC_DIR = PACKAGE_DIR / "local" / "console_static"  # the console's page, script and style sheet
 # The Lambda code asset: these packages, from wherever Python imports them (functions/ in a checkout).
 LAMBDA_PACKAGES = ("agentledger", "handlers")
 

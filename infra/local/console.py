@@ -34,19 +34,17 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.service import RUN_ID_PATTERN, ErrorBody
-from infra import STATE_MACHINE_FILE
+from infra import CONSOLE_STATIC_DIR, STATE_MACHINE_FILE
 
 from .principals import LocalPrincipal
 from .runtime import LocalRuntime
 
 PREFIX = "/console/"
-STATIC_DIR = Path(__file__).with_name("console_static")  # package data: shipped in the wheel
 SESSION_COOKIE = "agentledger_console"
 SESSION_SECONDS = 8 * 3600
 CSRF_HEADER = "X-CSRF-Token"
@@ -225,8 +223,8 @@ class Console:
 
     @staticmethod
     def _static(name: str) -> ConsoleResponse:
-        path = (STATIC_DIR / name).resolve()
-        if path.parent != STATIC_DIR.resolve() or not path.is_file():
+        path = (CONSOLE_STATIC_DIR / name).resolve()
+        if path.parent != CONSOLE_STATIC_DIR.resolve() or not path.is_file():
             return _error(HTTPStatus.NOT_FOUND, "no such console file")
         media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         return ConsoleResponse(HTTPStatus.OK, path.read_bytes(), {"Content-Type": f"{media_type}; charset=utf-8"})

@@ -38,6 +38,8 @@ def _project_files() -> dict[str, Path]:
         if path.is_file() and "__pycache__" not in path.parts:
             relative = path.relative_to(infra.SAMPLE_REPOSITORY.resolve())
             files[str(infra.SAMPLE_REPOSITORY.relative_to(PROJECT_ROOT) / relative)] = path
+    for path in infra.CONSOLE_STATIC_DIR.iterdir():
+        files[str(path.relative_to(PROJECT_ROOT))] = path
     return files
 
 
@@ -54,7 +56,7 @@ def test_the_files_read_at_run_time_are_in_the_wheel_as_they_are_in_the_checkout
     files = _project_files()
 
     assert {"infra/project_files/cdk.json", "infra/project_files/statemachines/run.asl.json",
-            "infra/project_files/samples/textkit/textkit/slug.py"} <= set(files)
+            "infra/project_files/samples/textkit/textkit/slug.py", "infra/local/console_static/app.js"} <= set(files)
     for name, path in files.items():
         assert wheel.read(name) == path.read_bytes(), name
 
