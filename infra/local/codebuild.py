@@ -26,6 +26,7 @@ instead, and says so in its log and on serve's output.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -327,9 +328,18 @@ class LocalCodeBuild:
         if build.process is not None:
             build.process.kill()
 
-    def _install_lock(self, venv: str) -> threading.Lock:
+    @contextmanager
+    def _install_lock(self, name: str) -> Iterator[None]:
+        """One install per cache entry at a time: among this runtime's builds, and among every
+        process that shares the cache (two `serve`s, a test suite's workers): an install clears
+        what an unfinished one left, which must never be another process's install in progress."""
         with self._lock:
-            return self._installing.setdefault(venv, threading.Lock())
+            lock = self._installing.setdefault(name, threading.Lock())
+        locks = self.cache_dir / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with lock, open(locks / f"{name}.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+            yield
 
 
 class _Phase(ABC):

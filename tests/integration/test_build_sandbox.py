@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 import uuid
 import zipfile
@@ -394,3 +395,26 @@ def test_the_bedrock_writers_junit_classes_are_kept_only_if_they_build_pass_five
     change = result.coverage["src/main/java/demo/Shapes.java"]
     assert change.before == ModuleCoverage(lines=8, lines_covered=4, branches=8, branches_covered=3)
     assert change.after == ModuleCoverage(lines=8, lines_covered=8, branches=8, branches_covered=7)
+
+
+def test_two_runtimes_sharing_a_build_cache_install_into_it_one_at_a_time(tmp_path: Path) -> None:
+    """Two `serve`s (or a test suite's two workers) share the dependency cache; an install clears
+    what an unfinished one left, so it must wait for another runtime's install, not remove it."""
+    first = LocalCodeBuild(tmp_path / "first", tmp_path / "cache")
+    second = LocalCodeBuild(tmp_path / "second", tmp_path / "cache")
+    entered = threading.Event()
+
+    def install_in_second() -> None:
+        with second._install_lock("tools"):
+            entered.set()
+
+    try:
+        with first._install_lock("tools"):
+            waiting = threading.Thread(target=install_in_second)
+            waiting.start()
+            assert not entered.wait(1.0), "the second runtime installed while the first was installing"
+        assert entered.wait(30)
+        waiting.join()
+    finally:
+        first.shutdown()
+        second.shutdown()
