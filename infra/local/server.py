@@ -140,14 +140,9 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 return
             length = int(self.headers.get("Content-Length") or 0)
             data = self.rfile.read(length) if length else b""
-            try:
-                raw = data.decode("utf-8") if data else None
-            except UnicodeDecodeError:
-                self._error(HTTPStatus.BAD_REQUEST, "the body is not UTF-8")
-                return
             parts = urlsplit(self.path)
             if parts.path == CONSOLE_PREFIX.rstrip("/") or parts.path.startswith(CONSOLE_PREFIX):
-                self._console(parts.path, parts.query, raw)
+                self._console(parts.path, parts.query, data)
                 return
             try:
                 # As API Gateway's IAM authorization: the signature names the caller, or 403.
@@ -161,6 +156,9 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             if unsigned:
                 self._error(HTTPStatus.BAD_REQUEST, f"{' and '.join(unsigned)} must be signed (named in "
                                                     "SignedHeaders): a header added after signing is not taken")
+                return
+            readable, raw = self._text(data)
+            if not readable:
                 return
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "host")}
             headers = {_canonical(k): v for k, v in headers.items()}
@@ -178,13 +176,25 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                                                caller=verified.arn)
             self._send(response.status, response.body, response.headers or None)
 
-        def _console(self, path: str, query: str, body: str | None) -> None:
+        def _text(self, data: bytes) -> tuple[bool, str | None]:
+            """The body as text, or (False, None) with a 400 sent when it is not UTF-8. The API reads it
+            once the signature has named the caller, as API Gateway authorizes before anything else."""
+            try:
+                return True, (data.decode("utf-8") if data else None)
+            except UnicodeDecodeError:
+                self._error(HTTPStatus.BAD_REQUEST, "the body is not UTF-8")
+                return False, None
+
+        def _console(self, path: str, query: str, data: bytes) -> None:
             """The console's pages and calls: signed by the session cookie, not by SigV4."""
             if path == CONSOLE_PREFIX.rstrip("/"):
                 self._send(HTTPStatus.MOVED_PERMANENTLY, "", {"Location": CONSOLE_PREFIX})
                 return
             if self.command not in ("GET", "POST"):
                 self._error(HTTPStatus.METHOD_NOT_ALLOWED, f"the console takes {ALLOWED_METHODS}")
+                return
+            readable, body = self._text(data)
+            if not readable:
                 return
             answer = server.console.handle(self.command, path, dict(parse_qsl(query, keep_blank_values=True)),
                                            {k.lower(): v for k, v in self.headers.items()}, body)
