@@ -31,18 +31,23 @@ import re
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
+import boto3
+
+from agentledger.adapters.dynamodb_ledger import LedgerStore
 from agentledger.adapters.stepfunctions import execution_arn
+from agentledger.errors import RunNotFoundError
 from agentledger.service import RUN_ID_PATTERN, ErrorBody
 from infra import CONSOLE_STATIC_DIR, STATE_MACHINE_FILE
 
 from .principals import LocalPrincipal
-from .runtime import LocalRuntime
+from .runtime import REGION, LocalRuntime
 
 PREFIX = "/console/"
 SESSION_COOKIE = "agentledger_console"
@@ -50,6 +55,7 @@ SESSION_SECONDS = 8 * 3600
 CSRF_HEADER = "X-CSRF-Token"
 ARTIFACT_INLINE_BYTES = 2 << 20  # larger artifacts are offered as downloads (their presigned link)
 HISTORY_EVENTS_LIMIT = 2000  # per execution: a week's review wait heartbeats stay well under it
+ENDED_HISTORIES_KEPT = 64  # ended executions' histories kept in memory, the least recently read dropped first
 SECURITY_HEADERS = {
     # Everything the page loads is its own: no inline script, no other origin, no framing.
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
@@ -89,6 +95,8 @@ class Console:
         self._lock = threading.Lock()
         self._sign_ins: dict[str, LocalPrincipal] = {}  # sha256 of a token -> whom it signs in
         self._sessions: dict[str, _Session] = {}  # sha256 of a session id -> the session
+        self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()  # execution name -> its history
+        self._ledger = LedgerStore(runtime.output("LedgerTableName"), boto3.resource("dynamodb", region_name=REGION))
 
     def sign_in_links(self, base_url: str) -> dict[str, str]:
         """A fresh one-time sign-in link for each local principal, by duty."""
@@ -126,7 +134,7 @@ class Console:
         if route.startswith("api/"):
             return self._api(method, "/" + route.removeprefix("api/"), query, body, session)
         if method == "GET" and route.startswith("history/"):
-            return self._history(route.removeprefix("history/"), session)
+            return self._history(route.removeprefix("history/"))
         if method == "GET" and route.startswith("artifact/"):
             return self._artifact(route.removeprefix("artifact/"), query.get("key", ""), session)
         return _error(HTTPStatus.NOT_FOUND, f"no console page {path[:200]}")
@@ -180,29 +188,47 @@ class Console:
             return None, ConsoleResponse(response.status, response.body.encode(), {"Content-Type": "application/json"})
         return json.loads(response.body), None
 
-    def _history(self, run_id: str, session: _Session) -> ConsoleResponse:
-        view, refused = self._run_view(run_id, session)
-        if view is None:
-            return refused or _error(HTTPStatus.NOT_FOUND, "no such run")
-        sfn = self.runtime.client("stepfunctions")
-        executions = []
-        for name in view["run"].get("executions", []):
-            arn = execution_arn(self.runtime.state_machine_arn, name)
-            try:
-                described = sfn.describe_execution(executionArn=arn)
-            except sfn.exceptions.ExecutionDoesNotExist:
-                executions.append({"name": name, "status": "UNKNOWN", "events": [], "truncated": False})
-                continue
-            events, truncated = [], False
-            for page in sfn.get_paginator("get_execution_history").paginate(executionArn=arn):
-                events.extend(page["events"])
-                if len(events) >= HISTORY_EVENTS_LIMIT:
-                    events, truncated = events[:HISTORY_EVENTS_LIMIT], True
-                    break
-            executions.append({"name": name, "status": described["status"],
-                               "start": described.get("startDate"), "stop": described.get("stopDate"),
-                               "events": events, "truncated": truncated})
+    def _history(self, run_id: str) -> ConsoleResponse:
+        """The run's executions and their event histories. Any signed-in principal may read any
+        run through the API, so the run's own record (one read) is enough to name its executions;
+        the page asks for this beside the run's view, not after it."""
+        if not re.fullmatch(RUN_ID_PATTERN, run_id):
+            return _error(HTTPStatus.BAD_REQUEST, "not a run id")
+        try:
+            run = self._ledger.get_run(run_id)
+        except RunNotFoundError as error:
+            return _error(HTTPStatus.NOT_FOUND, str(error))
+        executions = [self._execution(name) for name in run.executions]
         return _json(HTTPStatus.OK, {"run_id": run_id, "executions": executions})
+
+    def _execution(self, name: str) -> dict[str, Any]:
+        """An execution's status and events. An ended execution's history never changes again, so
+        it is kept (the page polls a run it shows, and a finished run's histories are its bulk)."""
+        with self._lock:
+            ended = self._ended.get(name)
+            if ended is not None:
+                self._ended.move_to_end(name)
+                return ended
+        sfn = self.runtime.client("stepfunctions")
+        arn = execution_arn(self.runtime.state_machine_arn, name)
+        try:
+            described = sfn.describe_execution(executionArn=arn)
+        except sfn.exceptions.ExecutionDoesNotExist:
+            return {"name": name, "status": "UNKNOWN", "events": [], "truncated": False}
+        events, truncated = [], False
+        for page in sfn.get_paginator("get_execution_history").paginate(executionArn=arn):
+            events.extend(page["events"])
+            if len(events) >= HISTORY_EVENTS_LIMIT:
+                events, truncated = events[:HISTORY_EVENTS_LIMIT], True
+                break
+        execution = {"name": name, "status": described["status"], "start": described.get("startDate"),
+                     "stop": described.get("stopDate"), "events": events, "truncated": truncated}
+        if described["status"] != "RUNNING":
+            with self._lock:
+                self._ended[name] = execution
+                while len(self._ended) > ENDED_HISTORIES_KEPT:
+                    self._ended.popitem(last=False)
+        return execution
 
     def _artifact(self, run_id: str, key: str, session: _Session) -> ConsoleResponse:
         view, refused = self._run_view(run_id, session)

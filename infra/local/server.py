@@ -38,6 +38,13 @@ class _ApiHttpServer(ThreadingHTTPServer):
     request_queue_size = 128
     daemon_threads = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up before its answer was written (a browser leaving a page) is not
+        an error of the server's: only other failures get socketserver's traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class LocalApiServer:
     def __init__(self, runtime: LocalRuntime, port: int = DEFAULT_PORT, keeper_interval_s: float = 5.0,

@@ -147,3 +147,12 @@ def test_the_console_reads_a_run_as_the_api_shows_it_to_that_principal(console: 
     elsewhere = requester.get(f"{console.url}/console/artifact/{run_id}", params={"key": "runs/other/plan.json"},
                               timeout=30)
     assert elsewhere.status_code == 404
+
+    # A history read while the execution ran is not what the page is given once it has ended.
+    driver.review(run_id)
+    assert driver.wait(run_id)["run"]["status"] == "complete"
+    [ended] = requester.get(f"{console.url}/console/history/{run_id}", timeout=30).json()["executions"]
+    assert ended["status"] == "SUCCEEDED" and ended["events"][-1]["type"] == "ExecutionSucceeded"
+    assert len(ended["events"]) > len(execution["events"])
+    assert requester.get(f"{console.url}/console/history/run-00000000000000000000", timeout=30).status_code == 404
+    assert requester.get(f"{console.url}/console/history/..%2Fsecrets", timeout=30).status_code == 400

@@ -505,6 +505,10 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
 
     page.openArtifact = (key, byUser) => openArtifact(page, key, byUser);
     page.controller = poll(gen, async () => {
+      // The first load asks for the graph's definition and the histories beside the view, not after it.
+      const first = !page.view;
+      const aslRead = app.asl ? null : readStateMachine(page);
+      const historyRead = first ? readHistory(page) : null;
       let view;
       try {
         view = await call('GET', `/console/api/runs/${encodeURIComponent(runId)}`);
@@ -521,27 +525,10 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
         throw error;
       }
       // The graph and the timeline are extras: the ledger is shown even when they cannot be read.
-      if (!app.asl) {
-        try {
-          app.asl = await call('GET', '/console/statemachine');
-        } catch (error) {
-          if (error.status === 401) throw error;
-          page.aslProblem = `the state machine's definition could not be read: ${error.message}`;
-        }
-      }
-      const moving = view.run.status === 'running';
-      if (!page.history || moving || view.run.version !== page.lastVersion ||
-          Date.now() - page.lastHistoryAt > HISTORY_IDLE_MS) {
-        try {
-          page.history = await call('GET', `/console/history/${encodeURIComponent(runId)}`);
-          page.historyAt = Date.now();
-          page.historyProblem = null;
-        } catch (error) {
-          if (error.status === 401) throw error;
-          page.historyProblem = `the executions' histories could not be read: ${error.message}`;
-        }
-        page.lastHistoryAt = Date.now();
-      }
+      await aslRead;
+      if (historyRead) await historyRead;
+      else if (!page.history || view.run.status === 'running' || view.run.version !== page.lastVersion ||
+          Date.now() - page.lastHistoryAt > HISTORY_IDLE_MS) await readHistory(page);
       if (gen !== app.gen) return;
       page.problem = (app.asl ? null : page.aslProblem) || page.historyProblem || null;
       page.view = view;
@@ -558,6 +545,27 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
         openArtifact(page, key, true);
       }
     }, () => (page.view && page.view.run.status === 'complete' ? COMPLETE_POLL_MS : POLL_MS));
+  }
+
+  /** Reads the state machine's definition into app.asl; a failure is kept as the page's problem. */
+  async function readStateMachine(page) {
+    try {
+      app.asl = await call('GET', '/console/statemachine');
+    } catch (error) {
+      page.aslProblem = `the state machine's definition could not be read: ${error.message}`;
+    }
+  }
+
+  /** Reads the run's executions' histories into page.history; a failure is kept as the page's problem. */
+  async function readHistory(page) {
+    try {
+      page.history = await call('GET', `/console/history/${encodeURIComponent(page.runId)}`);
+      page.historyAt = Date.now();
+      page.historyProblem = null;
+    } catch (error) {
+      page.historyProblem = `the executions' histories could not be read: ${error.message}`;
+    }
+    page.lastHistoryAt = Date.now();
   }
 
   function stale(live, error) {
