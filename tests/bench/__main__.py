@@ -94,7 +94,9 @@ def measure_engine(bench: Bench) -> list[Table]:
 def measure_cost(bench: Bench) -> list[Table]:
     if bench.requests is None:
         raise RuntimeError("the cost model prices the run that (b) measured, and (b) did not measure one")
-    return cost_model.tables(cost.measure(bench.runtime, bench.client, bench.requests), cost_model.load_prices())
+    usage = cost.measure(bench.runtime, bench.client, bench.requests)
+    keeper = cost.measure_review_wait(bench.client, bench.sample_repository(), RUN_TIMEOUT_S)
+    return cost_model.tables(usage, keeper, cost_model.load_prices())
 
 
 def measure_restarts(bench: Bench) -> list[Table]:

@@ -11,24 +11,30 @@ lines the stack's functions wrote while the run was going; the tasks' outputs an
 size, for the alternatives. The test builds' own S3 traffic (the presigned GET of the input, the
 POST of the results) is among the requests: the local build sandbox sends it, outside any function.
 
+A review that waits costs what keeps it alive: the review keeper's passes. (b)'s review is
+answered at once, so a run of its own stops at review for one pass of the keeper, whose requests
+and time are measured with that one review pending, then is approved and followed to its end.
+
 An invocation's time is Step Functions' (scheduled to answered), an upper bound of what the
 function itself ran. The API's invocations (the engine's Lambda invocations that are in no
 history: API Gateway's) are counted, not timed."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from agentledger.artifacts import run_prefix
 from infra.local.deploy import STACK_NAME
-from infra.local.runtime import LocalRuntime
+from infra.local.runtime import KEEPER_HANDLER, LocalRuntime
 
 from .aws_requests import RequestsMeasurement, engine_invocations
-from .client import BenchClient, build_durations
-from .cost_model import BilledInvocation, RunUsage
+from .client import AWAITING_REVIEW, ENDED, WAITING_ON_A_PERSON, BenchClient, build_durations
+from .cost_model import BilledInvocation, KeeperPass, RunUsage
 from .request_counter import ENGINE
 from .timeline import timeline
 
@@ -46,10 +52,8 @@ def measure(runtime: LocalRuntime, client: BenchClient, measured: RequestsMeasur
         requests=Counter({request: number for request, number in measured.warm.items() if request.function != ENGINE}),
         state_transitions=executed.states_entered + executed.retries,
         executions=measured.shape.executions,
-        invocations=tuple(
-            BilledInvocation(invocation.state, invocation.seconds, functions[invocation.function].memory_mb,
-                             functions[invocation.function].architecture)
-            for invocation in executed.invocations),
+        invocations=tuple(_billed(invocation.state, invocation.seconds, functions[_name(invocation.function)])
+                          for invocation in executed.invocations),
         api_invocations=engine_invocations(measured.warm) - len(executed.invocations),
         waits=executed.waits,
         tokens=executed.tokens,
@@ -62,6 +66,22 @@ def measure(runtime: LocalRuntime, client: BenchClient, measured: RequestsMeasur
     )
 
 
+def measure_review_wait(client: BenchClient, repository: Path, timeout_s: float) -> KeeperPass:
+    run_id = client.start(repository)
+    run = client.wait_for_one(run_id, WAITING_ON_A_PERSON, timeout_s)
+    if run["status"] != AWAITING_REVIEW:
+        raise RuntimeError(f"the run started to measure the review keeper went to {run['status']}, not to review")
+    with client.requests.counting() as sent:
+        started = time.monotonic()
+        client.runtime.run_review_keeper()
+        seconds = time.monotonic() - started  # the invocation as the caller saw it: an upper bound
+    client.approve(run)
+    client.wait_for_one(run_id, ENDED, timeout_s)
+    keeper = _deployed(client.runtime)[client.runtime.function_name(KEEPER_HANDLER)]
+    return KeeperPass(Counter({request: number for request, number in sent.items() if request.function != ENGINE}),
+                      _billed("review keeper", seconds, keeper))
+
+
 @dataclass(frozen=True)
 class DeployedFunction:
     memory_mb: int
@@ -69,9 +89,17 @@ class DeployedFunction:
     log_group: str
 
 
+def _billed(state: str, seconds: float, function: DeployedFunction) -> BilledInvocation:
+    return BilledInvocation(state, seconds, function.memory_mb, function.architecture)
+
+
+def _name(arn: str) -> str:
+    return arn.rsplit(":", 1)[-1]
+
+
 def _deployed(runtime: LocalRuntime) -> dict[str, DeployedFunction]:
-    """Each function as deployed, by its ARN (as the history names it). Its architecture is the
-    template's: moto's Lambda drops the one CloudFormation passes it, and reports x86_64."""
+    """Each function as deployed, by its name (a history names it by its ARN). Its architecture is
+    the template's: moto's Lambda drops the one CloudFormation passes it, and reports x86_64."""
     assert runtime.stack is not None
     body = runtime.client("cloudformation").get_template(StackName=STACK_NAME)["TemplateBody"]
     resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
@@ -81,7 +109,7 @@ def _deployed(runtime: LocalRuntime) -> dict[str, DeployedFunction]:
         architectures = resources[logical]["Properties"].get("Architectures") or ["x86_64"]  # Lambda's default
         # Where the local runtime writes the function's log lines, as Lambda does.
         log_group = (config.get("LoggingConfig") or {}).get("LogGroup") or f"/aws/lambda/{name}"
-        deployed[config["FunctionArn"]] = DeployedFunction(int(config["MemorySize"]), architectures[0], log_group)
+        deployed[name] = DeployedFunction(int(config["MemorySize"]), architectures[0], log_group)
     return deployed
 
 

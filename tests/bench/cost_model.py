@@ -6,7 +6,8 @@ Billed as AWS bills: a Lambda invocation's duration rounded up to the millisecon
 memory in GB; a DynamoDB request as one request unit (items under 1 KB written, 4 KB read: a
 floor, since index updates and larger items take more); a test build's minutes rounded up, per
 build. The builds' minutes are a line of their own: they are the cost of the code under test,
-which grows with the repository's suite, not the workflow's.
+which grows with the repository's suite, not the workflow's. So is a review pending a week: the
+review keeper's passes in that week, each as measured with that one review pending.
 
 Derived from the measured counts, not measured: KMS requests (one to encrypt each output grant
 parameter, one when CodeBuild decrypts it for the build, one per SNS publish to the encrypted
@@ -109,6 +110,13 @@ class RunUsage:
 
 
 @dataclass(frozen=True)
+class KeeperPass:
+    """One pass of the review keeper with one review pending: what keeps a waiting review alive."""
+    requests: Counter[Request]
+    invocation: BilledInvocation
+
+
+@dataclass(frozen=True)
 class Line:
     service: str  # a key of SERVICE_NAMES (or the service id, if unnamed)
     item: str
@@ -145,6 +153,18 @@ def workflow_lines(usage: RunUsage, prices: dict[str, Price]) -> list[Line]:
                "cloudwatch-logs-ingestion-gb"),
     ]
     return lines
+
+
+def review_week_lines(keeper: KeeperPass, prices: dict[str, Price]) -> list[Line]:
+    """A review pending for a week: every pass of the keeper in that week, each one as measured
+    with that review alone pending (with more pending, a pass's invocation is shared)."""
+    invocation = keeper.invocation
+    per_pass = [priced(prices, "lambda", "keeper invocation", 1, "lambda-request"),
+                priced(prices, "lambda", f"GB-seconds ({invocation.architecture})", invocation.gb_seconds,
+                       f"lambda-gb-second-{invocation.architecture}"),
+                *_request_lines(keeper.requests, prices)]
+    return [Line(line.service, line.item, line.quantity * KEEPER_PASSES_A_WEEK, line.price,
+                 line.usd * KEEPER_PASSES_A_WEEK) for line in per_pass]
 
 
 def build_lines(usage: RunUsage, prices: dict[str, Price]) -> list[Line]:
@@ -241,12 +261,13 @@ def goal() -> str:
     return "every service the run calls has a price"
 
 
-def tables(usage: RunUsage, prices: dict[str, Price]) -> list[Table]:
-    return [_cost_table(usage, prices), _alternatives_table(usage, prices)]
+def tables(usage: RunUsage, keeper: KeeperPass, prices: dict[str, Price]) -> list[Table]:
+    return [_cost_table(usage, keeper, prices), _alternatives_table(usage, prices)]
 
 
-def _cost_table(usage: RunUsage, prices: dict[str, Price]) -> Table:
+def _cost_table(usage: RunUsage, keeper: KeeperPass, prices: dict[str, Price]) -> Table:
     workflow, builds = workflow_lines(usage, prices), build_lines(usage, prices)
+    review_week = review_week_lines(keeper, prices)
     checked = max(price.checked for price in prices.values())
     table = Table(f"(h) What a run costs on AWS, by service (the warm run of (b); us-east-1 list prices of {checked})",
                   ["service", "what is billed", "one run ($)", f"{RUNS_AT_SCALE:,} runs ($)"])
@@ -259,8 +280,11 @@ def _cost_table(usage: RunUsage, prices: dict[str, Price]) -> Table:
     for line in builds:
         table.add(SERVICE_NAMES[line.service] + " (apart)", f"{_quantity(line.quantity)} {line.item}", *_usd(line.usd))
     table.add("run with its test builds", "", *_usd(workflow_usd + builds_usd))
-    missing = unpriced(workflow)
-    services = {line.service for line in workflow}
+    review_week_usd = sum(line.usd for line in review_week)
+    table.add("a review pending a week (apart)", f"{KEEPER_PASSES_A_WEEK:,} keeper passes: "
+              + "; ".join(f"{_quantity(line.quantity)} {line.item}" for line in review_week), *_usd(review_week_usd))
+    missing = unpriced(workflow + review_week)
+    services = {line.service for line in workflow + review_week}
     table.target(f"{len(services) - len(missing)} of {len(services)} priced", Target(goal(), not missing))
     largest = max(workflow, key=lambda line: line.usd)
     table.notes.append(
@@ -271,9 +295,10 @@ def _cost_table(usage: RunUsage, prices: dict[str, Price]) -> Table:
     table.notes.append(
         f"the review wait: its token task must hear a heartbeat every 15 minutes, and the review keeper sends "
         f"one for each pending review every {KEEPER_INTERVAL_MINUTES} minutes, {KEEPER_PASSES_A_WEEK:,} in a week. "
-        "SendTaskHeartbeat is no state transition and Step Functions does not bill it: the week costs the keeper's "
-        "invocations and ledger reads, shared by every pending review, which this run (approved at once) does not "
-        "measure")
+        "SendTaskHeartbeat is no state transition and Step Functions does not bill it; a week costs the keeper's "
+        f"passes, ${review_week_usd:.6f} ({ratio(review_week_usd, workflow_usd)} the workflow), measured with one "
+        f"review pending ({keeper.invocation.seconds:.3f} s a pass, an upper bound; with many pending, each pass's "
+        "invocation is shared and its reads are per review)")
     advanced = prices["ssm-advanced-parameter-month"]
     table.notes.append(
         "each build's output grant is an Intelligent-Tiering SecureString: the standard tier (no charge) while "

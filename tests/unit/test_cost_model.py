@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from tests.bench.cost_model import (
+    KEEPER_PASSES_A_WEEK,
     REQUEST_PRICES,
     RUNS_AT_SCALE,
     BilledInvocation,
+    KeeperPass,
     Line,
     RunUsage,
     alternatives,
@@ -19,6 +21,7 @@ from tests.bench.cost_model import (
     goal,
     load_prices,
     polls_per_build,
+    review_week_lines,
     tables,
     unpriced,
     workflow_lines,
@@ -26,6 +29,10 @@ from tests.bench.cost_model import (
 from tests.bench.request_counter import SERVICES, Request
 
 PRICES = load_prices()
+# One pass of the review keeper with one review pending: it lists the run, loads it, heartbeats its task.
+KEEPER = KeeperPass(Counter({Request("ReviewKeeperFunction", "dynamodb", "Query"): 2,
+                             Request("ReviewKeeperFunction", "sfn", "SendTaskHeartbeat"): 1}),
+                    BilledInvocation("review keeper", 0.05, 256, "arm64"))
 
 
 def usage(**counts: Any) -> RunUsage:
@@ -90,23 +97,35 @@ def test_the_test_builds_are_kept_apart_and_billed_by_the_minute_rounded_up_per_
 def test_a_thousand_runs_cost_a_thousand_times_one() -> None:
     counted = usage(state_transitions=41, invocations=(BilledInvocation("Plan tests", 0.25, 256, "arm64"),),
                     build_seconds=(30.0,))
-    [cost, _] = tables(counted, PRICES)
+    [cost, _] = tables(counted, KEEPER, PRICES)
     for row in cost.rows:
         one_run, at_scale = float(str(row[2])), float(str(row[3]))
         assert at_scale == pytest.approx(one_run * RUNS_AT_SCALE, abs=0.001), row
-    assert cost.rows[-1][0] == "run with its test builds"
+    [with_builds] = [row for row in cost.rows if row[0] == "run with its test builds"]
+    assert float(str(with_builds[2])) == pytest.approx(sum(line.usd for line in workflow_lines(counted, PRICES))
+                                                       + 0.005, abs=1e-6)
 
 
 def test_the_largest_line_is_named() -> None:
-    [cost, _] = tables(usage(state_transitions=1_000, api_invocations=1), PRICES)
+    [cost, _] = tables(usage(state_transitions=1_000, api_invocations=1), KEEPER, PRICES)
     assert any(note.startswith("largest line of the workflow: Step Functions state transitions") for note in cost.notes)
 
 
 def test_polling_the_builds_is_priced_and_projected_to_builds_of_minutes() -> None:
     looks = tuple(BilledInvocation("Run test suite", 0.2, 512, "arm64") for _ in range(3))
-    [cost, _] = tables(usage(state_transitions=30, invocations=looks, waits=2, build_seconds=(20.0,)), PRICES)
+    [cost, _] = tables(usage(state_transitions=30, invocations=looks, waits=2, build_seconds=(20.0,)), KEEPER,
+                      PRICES)
     [polling] = [note for note in cost.notes if note.startswith("polling the builds: 2 polls here")]
     assert f"a 10-minute build is polled {polls_per_build(600)} times" in polling
+
+
+def test_a_review_pending_a_week_costs_every_pass_of_the_keeper_in_that_week() -> None:
+    per_pass = 0.2e-6 + 0.05 * 0.25 * 0.0000133334 + 2 * 0.125e-6  # invocation, duration, two reads
+    assert KEEPER_PASSES_A_WEEK == 2_016  # every 5 minutes
+    assert sum(line.usd for line in review_week_lines(KEEPER, PRICES)) == pytest.approx(2_016 * per_pass)
+    [cost, _] = tables(usage(state_transitions=10), KEEPER, PRICES)
+    assert [row[0] for row in cost.rows if "apart" in str(row[0])] == ["CodeBuild test builds (apart)",
+                                                                      "a review pending a week (apart)"]
 
 
 def test_every_price_has_a_date_a_source_and_says_where_it_was_confirmed() -> None:
@@ -126,7 +145,7 @@ def test_every_service_the_bench_counts_requests_for_has_a_price() -> None:
 def test_a_service_without_a_price_is_reported_not_free() -> None:
     counted = usage(requests=Counter({Request("PlanFunction", "new-service", "Call"): 3}))
     assert unpriced(workflow_lines(counted, PRICES)) == ["new-service"]
-    [cost, _] = tables(counted, PRICES)
+    [cost, _] = tables(counted, KEEPER, PRICES)
     [(_, target)] = cost.targets
     assert (target.goal, target.met) == (goal(), False)
     assert any("NOT PRICED" in note and "new-service" in note for note in cost.notes)
