@@ -9,7 +9,10 @@
 (e) concurrent runs: time until all reach review, how many were handed to a person, transitions
     lost or doubled (tests/bench/concurrency.py);
 (f) the cold import time of each handler module (tests/bench/imports.py);
-(g) the console's run page of (d)'s largest run, rendered in chromium (tests/bench/console.py).
+(g) the console's run page of (d)'s largest run, rendered in chromium (tests/bench/console.py);
+(h) what (b)'s warm run costs on AWS, by service, from a dated price table, with the test builds'
+    minutes apart, and its orchestration priced on Lambda durable functions and Temporal Cloud
+    (tests/bench/cost.py measures, tests/bench/cost_model.py prices).
 
 Each target is printed beside its figure with a mark, never asserted. The exit status is non-zero
 only if the bench itself crashed (a phase raised): a missed target, or a run handed to a person,
@@ -28,7 +31,7 @@ from pathlib import Path
 from infra.local.runtime import LocalRuntime
 from tests.samples import write_sample_repository
 
-from . import aws_requests, concurrency, console, engine, imports, restarts, scale
+from . import aws_requests, concurrency, console, cost, cost_model, engine, imports, restarts, scale
 from .client import BenchClient
 from .report import Table, crashed, progress, summary
 from .request_counter import RequestCounter
@@ -88,6 +91,14 @@ def measure_engine(bench: Bench) -> list[Table]:
     return [engine.table(real, engine.replay(bench.runtime, bench.requests.history))]
 
 
+def measure_cost(bench: Bench) -> list[Table]:
+    if bench.requests is None:
+        raise RuntimeError("the cost model prices the run that (b) measured, and (b) did not measure one")
+    usage = cost.measure(bench.runtime, bench.client, bench.requests)
+    keeper = cost.measure_review_wait(bench.client, bench.sample_repository(), RUN_TIMEOUT_S)
+    return cost_model.tables(usage, keeper, cost_model.load_prices())
+
+
 def measure_restarts(bench: Bench) -> list[Table]:
     scenarios = restarts.measure(bench.client, bench.root, bench.sizes.suite_s, bench.sizes.repeats)
     return [restarts.table(scenarios, bench.sizes.suite_s, bench.sizes.repeats, RESUME_TARGET)]
@@ -130,11 +141,12 @@ class Phase:
 
 
 # In the order they run: (b) first, so its first run is the first after deploy (every function
-# cold), and (c) replays (b)'s warm run; the concurrent runs (e) last, since what they leave running
-# at their deadline (stage work, test builds) would weigh on any phase after them.
+# cold), and (c) replays (b)'s warm run and (h) prices it; the concurrent runs (e) last, since what
+# they leave running at their deadline (stage work, test builds) would weigh on any phase after them.
 PHASES = (
     Phase("requests", "b", "(b) AWS requests per run", (aws_requests.goal(REQUESTS_TARGET),), measure_requests),
     Phase("engine", "c", "(c) The engine alone against agentledger", (), measure_engine),
+    Phase("cost", "h", "(h) What a run costs on AWS", (cost_model.goal(),), measure_cost),
     Phase("restarts", "a", "(a) Restart against starting over", (restarts.goal(RESUME_TARGET),), measure_restarts),
     Phase("scale", "d", "(d) A full run on generated repositories", scale.goals(LARGEST_REPOSITORY, INSPECT_TARGET_S),
           measure_scale),
@@ -144,7 +156,8 @@ PHASES = (
           measure_imports),
     Phase("concurrency", "e", "(e) Concurrent runs", (concurrency.goal(CONCURRENT_RUNS),), measure_concurrency),
 )
-DEPENDS_ON = {"engine": "requests", "console": "scale"}  # (c) replays (b)'s run; (g) opens (d)'s
+# (c) replays (b)'s run and (h) prices it; (g) opens (d)'s.
+DEPENDS_ON = {"engine": "requests", "cost": "requests", "console": "scale"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,12 +37,8 @@ from agentledger.states import EFFECTS
 
 from .client import BenchClient, FullRun
 from .report import Table, Target, ratio, short_function_name
-from .request_counter import ENGINE, Request, RequestCounter
+from .request_counter import ENGINE, SERVICES, Request, RequestCounter
 from .timeline import Timeline, timeline
-
-SERVICES = {"dynamodb": "DynamoDB", "s3": "S3", "sfn": "Step Functions", "lambda": "Lambda",
-            "codebuild": "CodeBuild", "sns": "SNS", "secrets-manager": "Secrets Manager",
-            "cloudwatch": "CloudWatch", "cloudwatch-logs": "CloudWatch Logs"}
 
 
 @dataclass(frozen=True)

@@ -63,11 +63,15 @@ def handoff_reason(view: Mapping[str, Any], with_message: bool = True) -> str | 
 
 
 def build_seconds(view: Mapping[str, Any], execution: str | None = None) -> float:
-    """How long the viewed run's test builds (those of `execution`, if named) took, from their
-    start to their results in the ledger."""
-    builds = [build for build in view["test_runs"].values()
-              if build.get("finished_at") and execution in (None, build.get("execution"))]
-    return sum(_seconds_between(build["created_at"], build["finished_at"]) for build in builds)
+    """How long the viewed run's test builds (those of `execution`, if named) took in all."""
+    return sum(build_durations(view, execution))
+
+
+def build_durations(view: Mapping[str, Any], execution: str | None = None) -> list[float]:
+    """How long each of the viewed run's ended test builds (those of `execution`, if named) took,
+    from its start to its results in the ledger."""
+    return [_seconds_between(build["created_at"], build["finished_at"]) for build in view["test_runs"].values()
+            if build.get("finished_at") and execution in (None, build.get("execution"))]
 
 
 def _seconds_between(earlier: str, later: str) -> float:

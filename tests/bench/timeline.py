@@ -35,6 +35,7 @@ class Invocation:
     state: str  # the task state that invoked the function
     stage: str | None  # the effect its payload names, else the stage its state works on, if any
     seconds: float  # scheduled to answered, as Step Functions saw it
+    function: str  # the ARN of the function it invoked
 
 
 @dataclass
@@ -43,6 +44,9 @@ class Timeline:
     waiting_s: float = 0.0  # in Wait states: the interval the definition chose, not work
     reviewer_s: float = 0.0  # a task token out with a person, from handing it over to the answer
     states_entered: int = 0
+    retries: int = 0  # a task's invocations after its first, on the same entry into its state
+    waits: int = 0  # Wait states entered
+    tokens: int = 0  # task tokens handed out: waits for a person
     invocations: list[Invocation] = field(default_factory=list)
 
     @property
@@ -75,29 +79,36 @@ def timeline(history: list[dict[str, Any]]) -> Timeline:
     if history:
         result.total_s = _seconds(history[0]["timestamp"], history[-1]["timestamp"])
     state = ""
-    opened: dict[str, tuple[datetime, str | None]] = {}  # what is in flight: wait, token or invocation
+    scheduled_in_state = 0
+    # What is in flight (a wait, a token or an invocation): since when, its stage, the function it invoked.
+    opened: dict[str, tuple[datetime, str | None, str]] = {}
     for event in history:
         kind, at = event["type"], event["timestamp"]
+        if kind in ("LambdaFunctionScheduled", "TaskScheduled"):  # an attempt; after the first, a retry
+            result.retries += scheduled_in_state > 0
+            scheduled_in_state += 1
         if kind.endswith("StateEntered"):
             result.states_entered += 1
-            state = event["stateEnteredEventDetails"]["name"]
+            state, scheduled_in_state = event["stateEnteredEventDetails"]["name"], 0
             if kind == "WaitStateEntered":
-                opened["wait"] = (at, None)
+                result.waits += 1
+                opened["wait"] = (at, None, "")
         elif kind == "WaitStateExited":
             result.waiting_s += _seconds(opened.pop("wait")[0], at)
         elif kind == "LambdaFunctionScheduled":
-            payload = event["lambdaFunctionScheduledEventDetails"].get("input") or "{}"
-            opened["invocation"] = (at, _stage(state, json.loads(payload)))
+            details = event["lambdaFunctionScheduledEventDetails"]
+            opened["invocation"] = (at, _stage(state, json.loads(details.get("input") or "{}")), details["resource"])
         elif kind in ("LambdaFunctionSucceeded", "LambdaFunctionFailed", "LambdaFunctionTimedOut"):
-            begun, stage = opened.pop("invocation")
-            result.invocations.append(Invocation(state, stage, _seconds(begun, at)))
+            begun, stage, function = opened.pop("invocation")
+            result.invocations.append(Invocation(state, stage, _seconds(begun, at), function))
         elif kind == "TaskScheduled" and _is_token_task(event):
             parameters = json.loads(event["taskScheduledEventDetails"]["parameters"])
-            opened["token task"] = (at, _stage(state, parameters.get("Payload")))
+            opened["token task"] = (at, _stage(state, parameters.get("Payload")), parameters["FunctionName"])
         elif kind == "TaskSubmitted" and "token task" in opened:
-            begun, stage = opened.pop("token task")
-            result.invocations.append(Invocation(state, stage, _seconds(begun, at)))
-            opened["token"] = (at, stage)
+            begun, stage, function = opened.pop("token task")
+            result.invocations.append(Invocation(state, stage, _seconds(begun, at), function))
+            result.tokens += 1
+            opened["token"] = (at, stage, function)
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut") and "token" in opened:
             result.reviewer_s += _seconds(opened.pop("token")[0], at)
     return result
