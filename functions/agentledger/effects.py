@@ -4,7 +4,10 @@ after writing, and success only once the receiver confirms.
 
 Powertools idempotency alone is not enough: a crash after the receiver accepted the write
 leaves the idempotency record INPROGRESS, and an exception deletes it, so a retry would write
-again. Reconciliation with the receiver (by the key it carries) closes that gap."""
+again. Reconciliation with the receiver (by the key it carries) closes that gap.
+
+A receiver's rate limit took nothing: the effect function does not sleep on it, it returns the
+wait for the state machine's Wait state, and the write is sent again (looking first) after it."""
 from __future__ import annotations
 
 import math
@@ -76,6 +79,17 @@ def rate_limit_wait_s(retry_after_s: float | None, earlier_waits: int) -> int:
     return min(MIN_RATE_LIMIT_WAIT_S * 2 ** earlier_waits, MAX_RATE_LIMIT_WAIT_S)
 
 
+def _past_rate_limit_bounds(effect: Effect, wait_s: int, limits: int) -> str | None:
+    """Why a person resumes instead of the run waiting, when the wait or the count of limits in
+    this execution is past its bound."""
+    if wait_s > MAX_RATE_LIMIT_WAIT_S:
+        return (f"{effect.receiver} asks to wait {wait_s} s, longer than the {MAX_RATE_LIMIT_WAIT_S} s a run waits "
+                "for a rate limit; resume the run once it has passed")
+    if limits > MAX_RATE_LIMIT_WAITS:
+        return f"{effect.receiver} rate-limited {effect.kind} {limits} times in this execution; resume the run later"
+    return None
+
+
 class EffectRunner:
     def __init__(self, settings: NotificationSettings, ledger: LedgerPort, artifacts: ArtifactPort, sources: SourcePort,
                  receivers: dict[str, Receiver], persistence: BasePersistenceLayer, metrics: MetricSink) -> None:
@@ -136,17 +150,9 @@ class EffectRunner:
                       and d.execution == execution and d.details.get("key") == key)
         wait_s = rate_limit_wait_s(limited.retry_after_s, earlier)
         if effect.status == EffectStatus.ATTEMPTED:  # not taken: the next attempt looks, then sends
-            self.ledger.append(run_id, effect.model_copy(update={"status": EffectStatus.FAILED, "error": str(limited),
-                                                                 "response": limited.response or None}))
+            self._record_failure(run_id, effect, EffectStatus.FAILED, limited)
         self.metrics.count(metric_names.RECEIVER_RATE_LIMITED)
-        if wait_s > MAX_RATE_LIMIT_WAIT_S:
-            why = (f"{effect.receiver} asks to wait {wait_s} s, longer than the {MAX_RATE_LIMIT_WAIT_S} s a run "
-                   f"waits for a rate limit; resume the run once it has passed")
-        elif earlier + 1 > MAX_RATE_LIMIT_WAITS:
-            why = (f"{effect.receiver} rate-limited {effect.kind} {earlier + 1} times in this execution; resume the "
-                   "run once the limit has passed")
-        else:
-            why = None
+        why = _past_rate_limit_bounds(effect, wait_s, earlier + 1)
         summary = why or f"{effect.receiver} rate-limited {effect.kind}: waiting {wait_s} s before sending again"
         self.ledger.append(run_id, new_decision(DecisionKind.RATE_LIMITED, summary, {
             "effect": effect.kind, "key": key, "receiver": effect.receiver, "wait_s": wait_s,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentledger.limits import START_RATE, StartRate, retry_after_s
+from agentledger.limits import StartRate, retry_after_s
 from infra.cli.client import MAX_THROTTLED_WAIT_S, THROTTLED_ATTEMPTS, ApiClient, ApiError
 from infra.local.throttle import TokenBucket
 
@@ -48,10 +48,10 @@ def test_an_idle_bucket_holds_no_more_than_its_burst() -> None:
     assert [bucket.take() == 0.0 for _ in range(4)] == [True, True, True, False]
 
 
-def test_the_start_rate_is_a_rate_and_a_burst_that_holds_a_start() -> None:
-    assert START_RATE.per_s > 0 and START_RATE.burst >= 1
+@pytest.mark.parametrize("rate", [StartRate(per_s=0, burst=1), StartRate(per_s=1, burst=0)])
+def test_a_start_rate_that_would_never_let_a_start_through_is_refused(rate: StartRate) -> None:
     with pytest.raises(ValueError, match="positive rate"):
-        TokenBucket(StartRate(per_s=0, burst=1))
+        TokenBucket(rate)
 
 
 class FakeHttp:
