@@ -4,9 +4,13 @@ after writing, and success only once the receiver confirms.
 
 Powertools idempotency alone is not enough: a crash after the receiver accepted the write
 leaves the idempotency record INPROGRESS, and an exception deletes it, so a retry would write
-again. Reconciliation with the receiver (by the key it carries) closes that gap."""
+again. Reconciliation with the receiver (by the key it carries) closes that gap.
+
+A receiver's rate limit took nothing: the effect function does not sleep on it, it returns the
+wait for the state machine's Wait state, and the write is sent again (looking first) after it."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import asdict
@@ -29,6 +33,7 @@ from agentledger.ports import (
     Receiver,
     ReceiverErrorResponse,
     ReceiverNoResponseError,
+    ReceiverRateLimitedError,
     ReceiverRejectedError,
     ReceiverUnavailableError,
 )
@@ -39,6 +44,7 @@ from .config import NotificationSettings
 from .errors import (
     EffectFailedError,
     EffectInProgressError,
+    EffectRateLimitedError,
     EffectRejectedError,
     EffectUnconfirmedError,
 )
@@ -51,11 +57,37 @@ from .workflow.writing import GenerationReport, value_markdown
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
 FILES_ARTIFACT = "files_artifact"
+# A receiver's rate limit (GitHub's): the state machine waits out what the receiver names, or,
+# when it names nothing, a minute doubled with each limit (as GitHub asks), so no function sleeps
+# on the bill. Past these bounds, within one execution, the run goes to a person instead.
+RATE_LIMITED = "rate_limited"  # the outcome's status: the state machine's Wait state reads `retry_after_s`
+MIN_RATE_LIMIT_WAIT_S = 60
+MAX_RATE_LIMIT_WAIT_S = 900
+MAX_RATE_LIMIT_WAITS = 5
 
 
 def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
     """Run + effect kind + the digest of the content it commits to."""
     return f"{run_id}/{name}/{digest(payload).removeprefix('sha256:')[:16]}"
+
+
+def rate_limit_wait_s(retry_after_s: float | None, earlier_waits: int) -> int:
+    """Whole seconds to wait before sending again: what the receiver named (at least one), or, when
+    it named nothing, a minute doubled for each earlier wait, up to the bound."""
+    if retry_after_s is not None:
+        return max(1, math.ceil(retry_after_s))
+    return min(MIN_RATE_LIMIT_WAIT_S * 2 ** earlier_waits, MAX_RATE_LIMIT_WAIT_S)
+
+
+def _past_rate_limit_bounds(effect: Effect, wait_s: int, limits: int) -> str | None:
+    """Why a person resumes instead of the run waiting, when the wait or the count of limits in
+    this execution is past its bound."""
+    if wait_s > MAX_RATE_LIMIT_WAIT_S:
+        return (f"{effect.receiver} asks to wait {wait_s} s, longer than the {MAX_RATE_LIMIT_WAIT_S} s a run waits "
+                "for a rate limit; resume the run once it has passed")
+    if limits > MAX_RATE_LIMIT_WAITS:
+        return f"{effect.receiver} rate-limited {effect.kind} {limits} times in this execution; resume the run later"
+    return None
 
 
 class EffectRunner:
@@ -81,6 +113,14 @@ class EffectRunner:
         self._require_links(ledger, name)
         payload = _PAYLOADS[name](ledger, self.artifacts)
         key = effect_key(run_id, name, payload)
+        try:
+            return self._deliver_key(run_id, execution, name, key, payload, ledger, receiver, lambda_context)
+        except ReceiverRateLimitedError as limited:
+            return self._rate_limited(run_id, execution, key, limited)
+
+    def _deliver_key(self, run_id: str, execution: str, name: str, key: str, payload: dict[str, Any], ledger: Ledger,
+                     receiver: Receiver, lambda_context: Any) -> dict[str, Any]:
+        spec = EFFECTS[name]
         effect = ledger.effects.get(key)
         if effect is not None and effect.status == EffectStatus.CONFIRMED:
             return _outcome(effect)
@@ -100,6 +140,27 @@ class EffectRunner:
                                         "the receiver does not show it yet") from None
         return self._confirm(run_id, execution, self.ledger.load(run_id).effects[key], receiver,
                              Confirmation(**result["confirmation"]), suppressed=result["suppressed"])
+
+    def _rate_limited(self, run_id: str, execution: str, key: str, limited: ReceiverRateLimitedError) -> dict[str, Any]:
+        """The receiver took nothing and asked for a wait: recorded as a decision, and handed to the
+        state machine's Wait state; past the bounds, to a person."""
+        ledger = self.ledger.load(run_id)
+        effect = ledger.effects[key]
+        earlier = sum(1 for d in ledger.decisions if d.kind == DecisionKind.RATE_LIMITED
+                      and d.execution == execution and d.details.get("key") == key)
+        wait_s = rate_limit_wait_s(limited.retry_after_s, earlier)
+        if effect.status == EffectStatus.ATTEMPTED:  # not taken: the next attempt looks, then sends
+            self._record_failure(run_id, effect, EffectStatus.FAILED, limited)
+        self.metrics.count(metric_names.RECEIVER_RATE_LIMITED)
+        why = _past_rate_limit_bounds(effect, wait_s, earlier + 1)
+        summary = why or f"{effect.receiver} rate-limited {effect.kind}: waiting {wait_s} s before sending again"
+        self.ledger.append(run_id, new_decision(DecisionKind.RATE_LIMITED, summary, {
+            "effect": effect.kind, "key": key, "receiver": effect.receiver, "wait_s": wait_s,
+            "retry_after_s": limited.retry_after_s, "answer": str(limited)}, execution))
+        if why is not None:
+            raise EffectRateLimitedError(f"{why} ({limited})") from limited
+        return {"run_id": run_id, "effect": effect.kind, "status": RATE_LIMITED, "key": key,
+                "retry_after_s": wait_s, "receiver_id": None, "receiver_url": None}
 
     def _skip_reason(self, ledger: Ledger, name: str) -> str | None:
         receiver = EFFECTS[name].receiver
@@ -158,6 +219,8 @@ class EffectRunner:
         except ReceiverNoResponseError as error:
             self._record_failure(run_id, attempted, EffectStatus.UNCONFIRMED, error)
             raise EffectUnconfirmedError(f"{effect.kind} sent, no confirmation yet: {error}") from error
+        except ReceiverRateLimitedError:
+            raise  # not taken; `deliver` records it and asks the state machine to wait
         except (ReceiverErrorResponse, ReceiverUnavailableError) as error:
             self._record_failure(run_id, attempted, EffectStatus.FAILED, error)
             raise EffectFailedError(f"{effect.kind} not delivered: {error}") from error

@@ -93,3 +93,8 @@ class EffectFailedError(TransientError):
 
 class EffectRejectedError(LedgerError):
     """The receiver refused the write for a reason a retry will not fix (bad token, no repository)."""
+
+
+class EffectRateLimitedError(LedgerError):
+    """The receiver's rate limit asks for a longer wait, or more waits, than a run spends on it:
+    a person resumes the run once the limit has passed."""

@@ -1,7 +1,33 @@
 """Bounds the API and its clients agree on, with no heavy import: the CLI reads them too."""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 MAX_UPLOAD_BYTES = 100 << 20  # a repository tarball uploaded through POST /uploads
 # How the local API refuses a directory outside the roots `serve` reads; the CLI then uploads the
 # tree instead, as it does for a deployed API.
 OUTSIDE_ROOTS = "is outside the directories this server reads"
+
+
+@dataclass(frozen=True)
+class StartRate:
+    """How fast runs may be started (POST /runs): a token bucket that holds `burst` starts and
+    refills `per_s` a second. API Gateway's method throttling enforces it on AWS and the local API
+    locally, both from START_RATE; a start past it is answered 429 with Retry-After, before the
+    api function sees it, so nothing was started and the same request may be sent again."""
+
+    per_s: float
+    burst: int
+
+    def refusal(self) -> str:
+        return (f"too many runs started: this API starts {self.per_s:g} a second (bursts of {self.burst}); "
+                "send the same request again after Retry-After seconds")
+
+
+START_RATE = StartRate(per_s=10, burst=50)
+
+
+def retry_after_s(wait_s: float) -> int:
+    """Retry-After in whole seconds, at least one, for a request that would have to wait `wait_s`."""
+    return max(1, math.ceil(wait_s))

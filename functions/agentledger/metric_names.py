@@ -17,6 +17,7 @@ REVIEW_WAIT = "ReviewWait"  # seconds from review request to decision
 OLDEST_PENDING_REVIEW = "OldestPendingReviewAge"  # seconds, emitted by the review keeper
 EFFECTS_CONFIRMED = "EffectsConfirmed"
 EFFECTS_UNCONFIRMED = "EffectsUnconfirmed"
+RECEIVER_RATE_LIMITED = "ReceiverRateLimited"  # a receiver (GitHub) answered a rate limit; the run waits it out
 MODEL_CALLS = "ModelCalls"  # calls a model-backed planner made
 MODEL_INPUT_TOKENS = "ModelInputTokens"
 MODEL_OUTPUT_TOKENS = "ModelOutputTokens"

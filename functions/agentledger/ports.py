@@ -122,7 +122,8 @@ class MetricSink(Protocol):
 # Errors say what is known about the write: `ReceiverUnavailableError`, it was not sent;
 # `ReceiverErrorResponse`, the receiver answered with an error; `ReceiverNoResponseError`, it was
 # sent and nothing came back, so it may or may not be there; `ReceiverRejectedError`, refused for
-# a reason a retry will not fix.
+# a reason a retry will not fix; `ReceiverRateLimitedError`, it answered that the caller is over a
+# rate limit and did not take the write: send it again once the wait it names has passed.
 
 @dataclass(frozen=True)
 class Confirmation:
@@ -143,6 +144,15 @@ class ReceiverUnavailableError(ReceiverError):
 
 class ReceiverErrorResponse(ReceiverError):
     pass
+
+
+class ReceiverRateLimitedError(ReceiverErrorResponse):
+    """`retry_after_s`: how long the receiver asked to wait; None when it named no time."""
+
+    def __init__(self, message: str, response: dict[str, Any] | None = None,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(message, response)
+        self.retry_after_s = retry_after_s
 
 
 class ReceiverNoResponseError(ReceiverError):

@@ -15,6 +15,7 @@ from .errors import (
     ConcurrentModificationError,
     EffectFailedError,
     EffectInProgressError,
+    EffectRateLimitedError,
     EffectRejectedError,
     EffectUnconfirmedError,
     GenerationFailedError,
@@ -189,6 +190,8 @@ WHY_A_PERSON: dict[str, str] = {
     EffectUnconfirmedError.__name__: "an external write was sent but the receiver never confirmed it; "
                                      "check the receiver before resuming",
     EffectRejectedError.__name__: "the receiver refused an external write; fix its configuration",
+    EffectRateLimitedError.__name__: "the receiver's rate limit asks for a longer wait than a run spends on it; "
+                                     "resume the run once the limit has passed (the error names the wait)",
     VerificationFailedError.__name__: "the test run failed; see test-output.txt and test-results.json",
     GenerationFailedError.__name__: "the build that writes and checks the candidate tests did not finish; "
                                     "see generation-output.txt",

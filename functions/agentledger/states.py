@@ -113,6 +113,7 @@ class DecisionKind(StrEnum):
     EFFECT_SKIPPED = "effect_skipped"
     REVIEW_REFUSED = "review_refused"
     REPLAN_UNCHANGED = "replan_unchanged"
+    RATE_LIMITED = "rate_limited"  # a receiver asked to wait: the wait chosen, or why a person resumes instead
 
 
 class Verdict(StrEnum):

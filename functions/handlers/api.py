@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -162,6 +162,10 @@ EVERY_ROUTE: dict[HTTPStatus, str] = {
 }
 
 
+RETRY_AFTER: OpenAPIResponseHeader = {"description": "whole seconds to wait before sending the same request again",
+                                      "schema": {"type": "integer", "minimum": 1}}
+
+
 def _documented(description: str, model: type[BaseModel], links: dict[str, Any] | None = None) -> OpenAPIResponse:
     response: OpenAPIResponse = {"description": description,
                                  "content": {content_types.APPLICATION_JSON: {"model": model}}}
@@ -179,6 +183,8 @@ def _contract(success: HTTPStatus, model: type[BaseModel], description: str, ref
         reasons.setdefault(status, []).insert(0, why)
     responses = {success.value: _documented(description, model, links)}
     responses |= {status.value: _documented("; or ".join(whys), ErrorBody) for status, whys in sorted(reasons.items())}
+    if HTTPStatus.TOO_MANY_REQUESTS in responses:
+        responses[HTTPStatus.TOO_MANY_REQUESTS]["headers"] = {"Retry-After": RETRY_AFTER}
     return {"status_code": success.value, "responses": responses}
 
 
@@ -194,7 +200,9 @@ NOT_A_RUN_ID = "the run id does not validate"
 @app.post("/runs", summary="Start a run", operation_id="create_run", **_contract(
     HTTPStatus.CREATED, RunSummary, "the run, started (or the one this Idempotency-Key started before)",
     {HTTPStatus.CONFLICT: "this Idempotency-Key was used with another body, or its first request is still in progress",
-     HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate, or the repository cannot be used as given"},
+     HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate, or the repository cannot be used as given",
+     HTTPStatus.TOO_MANY_REQUESTS: "runs are being started faster than the API's start rate (answered at its edge): "
+                                   "nothing was started; send the same request again after Retry-After seconds"},
     links=_run_links("$response.body#/run_id", "get_run", "review_run", "resume_run")))
 def create_run(
     body: Annotated[CreateRunRequest, Body()],

@@ -14,5 +14,5 @@ from .wiring import effects, lambda_handler, logger
 @lambda_handler(EffectSettings, EffectEvent)
 def deliver(event: EffectEvent, context: LambdaContext, settings: EffectSettings) -> dict[str, Any]:
     outcome = effects(settings).deliver(event.run_id, event.execution, event.effect, context)
-    logger.info("effect delivered", extra={"outcome": outcome})
+    logger.info(f"effect {outcome['status']}", extra={"outcome": outcome})  # confirmed, skipped or rate_limited
     return outcome

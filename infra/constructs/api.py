@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from aws_cdk import Acknowledgment, Validations
@@ -13,11 +14,18 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 from pydantic import BaseModel
 
+from agentledger.limits import START_RATE, retry_after_s
+from agentledger.service import ErrorBody
 from infra.constructs.functions import LOG_RETENTION
 
 STAGE_NAME = "v1"  # the API's version; the environment is the stack's, not the stage's
-THROTTLING_RATE_LIMIT = 20  # steady requests per second, across all clients
+THROTTLING_RATE_LIMIT = 20  # steady requests per second of each method, across all clients
 THROTTLING_BURST_LIMIT = 40
+# Starting a run has a throttle of its own (START_RATE, which the local API enforces too), named
+# "<path>/<method>" (CDK writes the path as API Gateway's stage settings name it, "/~1runs").
+START_METHOD = "/runs/POST"
+THROTTLED = (f"too many requests: this API answers {THROTTLING_RATE_LIMIT} a second on each route and starts "
+             f"{START_RATE.per_s:g} runs a second; send the same request again after Retry-After seconds")
 
 # The routes and the request models are the api function's own (its Powertools resolver and the
 # pydantic models its routes validate); API Gateway gets a draft-4 copy of each, made here.
@@ -108,10 +116,21 @@ class Api(Construct):
                 ),
                 throttling_rate_limit=THROTTLING_RATE_LIMIT,
                 throttling_burst_limit=THROTTLING_BURST_LIMIT,
+                method_options={START_METHOD: apigw.MethodDeploymentOptions(
+                    throttling_rate_limit=START_RATE.per_s, throttling_burst_limit=START_RATE.burst,
+                    logging_level=apigw.MethodLoggingLevel.INFO, metrics_enabled=True)},
                 tracing_enabled=True,
                 logging_level=apigw.MethodLoggingLevel.INFO,
                 metrics_enabled=True,
             ),
+        )
+        # A throttled request is answered 429 in the API's error body, with Retry-After: the time the
+        # slower bucket takes to refill one request (API Gateway's answer to a throttle is fixed).
+        slowest = min(START_RATE.per_s, THROTTLING_RATE_LIMIT)
+        self.rest_api.add_gateway_response(
+            "Throttled", type=apigw.ResponseType.THROTTLED, status_code="429",
+            response_headers={"Retry-After": f"'{retry_after_s(1 / slowest)}'"},
+            templates={"application/json": ErrorBody.of(HTTPStatus.TOO_MANY_REQUESTS, THROTTLED).model_dump_json()},
         )
         validator = self.rest_api.add_request_validator(
             "BodyAndParameters", validate_request_body=True, validate_request_parameters=True

@@ -130,6 +130,7 @@ class Observability(Construct):
                         _metric(metric_names.DUPLICATES_SUPPRESSED),
                         _metric(metric_names.EFFECTS_CONFIRMED),
                         _metric(metric_names.EFFECTS_UNCONFIRMED),
+                        _metric(metric_names.RECEIVER_RATE_LIMITED),
                     ),
                     _graph("Stale plans rejected", _metric(metric_names.STALE_PLANS_REJECTED)),
                     _graph(

@@ -4,11 +4,14 @@ list by head, get), with faults a real service shows — accept a write and lose
 answer slowly, or fail — and a count of what it holds and was sent per key. Faults strike the
 writes that carry a key (issue and pull-request creation) and can be scoped to a key prefix (a
 run's id, or `<run>/ticket/`), so runs sharing one receiver neither take each other's faults nor
-show up in each other's counts. Every repository starts with one empty commit on `main`."""
+show up in each other's counts. A rate-limit fault answers as GitHub does when a primary or
+secondary limit binds: 403 or 429, GitHub's message, and the headers that name the wait. Every
+repository starts with one empty commit on `main`."""
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -27,16 +30,38 @@ REPOSITORY_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<rest
 # a pull request's files), so the links agentledger records open locally.
 PAGE_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<kind>issues|pull)/(?P<number>\d+)$")
 MARKER = re.compile(re.escape(MARKER_PREFIX) + r"\s*(?P<key>\S+)\s*-->")
-FAULTS = ("drop_response", "slow", "fail")
+FAULTS = ("drop_response", "slow", "fail", "rate_limit")
+# How a rate limit names its wait, as GitHub's answers do: a secondary limit's `retry-after`, a
+# primary limit's `x-ratelimit-remaining: 0` with `x-ratelimit-reset`, or a secondary limit's message alone.
+RATE_LIMIT_STYLES = ("retry_after", "reset", "message")
+SECONDARY_LIMIT_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+                           "If you reach out to GitHub Support for help, please include the request ID.")
+PRIMARY_LIMIT_MESSAGE = "API rate limit exceeded for user ID 1. (But here's the good news: Authenticated requests " \
+                        "get a higher rate limit.)"
+RATE_LIMIT_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
+HOURLY_LIMIT = 5000
 DEFAULT_BRANCH = "main"
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
 @dataclass
 class Fault:
-    kind: str  # drop_response | slow | fail
-    delay_s: float = 0.0
+    kind: str  # drop_response | slow | fail | rate_limit
+    delay_s: float = 0.0  # slow: how late the answer comes; rate_limit: the wait it names
     key_prefix: str = ""  # strikes only a write whose key starts with this
+    status: int = HTTPStatus.TOO_MANY_REQUESTS  # rate_limit: 403 or 429, as GitHub answers either
+    style: str = "retry_after"  # rate_limit: one of RATE_LIMIT_STYLES
+
+    def rate_limit_answer(self, now: float) -> tuple[dict[str, Any], dict[str, str]]:
+        """The body and headers GitHub answers a rate-limited request with."""
+        headers = {"x-ratelimit-limit": str(HOURLY_LIMIT), "x-ratelimit-remaining": str(HOURLY_LIMIT - 1),
+                   "x-ratelimit-reset": str(int(now) + 3600), "x-ratelimit-resource": "core"}
+        if self.style == "reset":
+            headers |= {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(math.ceil(now + self.delay_s))}
+            return {"message": PRIMARY_LIMIT_MESSAGE, "documentation_url": RATE_LIMIT_DOCS}, headers
+        if self.style == "retry_after":
+            headers["retry-after"] = str(math.ceil(self.delay_s))
+        return {"message": SECONDARY_LIMIT_MESSAGE, "documentation_url": RATE_LIMIT_DOCS}, headers
 
 
 def _key_of(body: str) -> str:
@@ -100,13 +125,17 @@ class LocalGitHub:
         self.httpd.server_close()
 
     # -- faults ----------------------------------------------------------------------------
-    def inject(self, kind: str, count: int = 1, delay_s: float = 0.0, key_prefix: str = "") -> None:
+    def inject(self, kind: str, count: int = 1, delay_s: float = 0.0, key_prefix: str = "",
+               status: int = HTTPStatus.TOO_MANY_REQUESTS, style: str = "retry_after") -> None:
         """The next `count` writes whose key starts with `key_prefix` (any write, without one)
-        suffer `kind`."""
+        suffer `kind`. A `rate_limit` answers `status` and names a wait of `delay_s` in `style`."""
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
+        if kind == "rate_limit" and (status not in (HTTPStatus.FORBIDDEN, HTTPStatus.TOO_MANY_REQUESTS)
+                                     or style not in RATE_LIMIT_STYLES):
+            raise ValueError(f"a rate limit answers 403 or 429 in one of {', '.join(RATE_LIMIT_STYLES)}")
         with self._lock:
-            self._faults.extend(Fault(kind, delay_s, key_prefix) for _ in range(count))
+            self._faults.extend(Fault(kind, delay_s, key_prefix, status, style) for _ in range(count))
 
     def _receive_write(self, key: str) -> Fault | None:
         """Count the write and take the first fault armed for its key."""
@@ -332,9 +361,11 @@ def _handler_for(github: LocalGitHub) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base class's name
             return
 
-        def _reply(self, status: int, document: Any) -> None:
+        def _reply(self, status: int, document: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(document).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -365,6 +396,9 @@ def _handler_for(github: LocalGitHub) -> type[BaseHTTPRequestHandler]:
             fault = github._receive_write(_key_of(str(body.get("body") or ""))) if keyed else None
             if fault and fault.kind == "fail":
                 self._reply(HTTPStatus.SERVICE_UNAVAILABLE, {"message": "Service Unavailable"})
+                return
+            if fault and fault.kind == "rate_limit":
+                self._reply(fault.status, *fault.rate_limit_answer(time.time()))  # nothing written
                 return
             if fault and fault.kind == "slow":
                 time.sleep(fault.delay_s)  # the write lands, late: after the caller gave up waiting

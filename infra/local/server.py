@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from agentledger.faults import CRASH_HEADER
+from agentledger.limits import START_RATE, StartRate, retry_after_s
 from agentledger.service import ErrorBody, run_id_for
 
 from .console import PREFIX as CONSOLE_PREFIX
@@ -18,6 +19,7 @@ from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .runtime import LocalRuntime
+from .throttle import TokenBucket
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
@@ -48,8 +50,11 @@ class _ApiHttpServer(ThreadingHTTPServer):
 
 class LocalApiServer:
     def __init__(self, runtime: LocalRuntime, port: int = DEFAULT_PORT, keeper_interval_s: float = 5.0,
-                 socket_timeout_s: float = SOCKET_TIMEOUT_S) -> None:
+                 socket_timeout_s: float = SOCKET_TIMEOUT_S, start_rate: StartRate = START_RATE) -> None:
+        """`start_rate`: how fast POST /runs may start runs, as API Gateway's method throttling
+        allows on AWS (the same START_RATE unless a test asks for another)."""
         self.runtime = runtime
+        self.starts = TokenBucket(start_rate)
         self.socket_timeout_s = socket_timeout_s
         self.keeper_interval_s = keeper_interval_s
         self.console = Console(runtime)
@@ -172,8 +177,15 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             if parts.path == LOCAL_METRICS_PATH and self.command == "GET":
                 self._send(HTTPStatus.OK, json.dumps(summarize(emitted_metrics(server.runtime))))
                 return
-            problem = (server.arm_crash(headers, verified.arn) if self.command == "POST" and parts.path == "/runs"
-                       else None)
+            starting = self.command == "POST" and parts.path == "/runs"
+            if starting and (wait_s := server.starts.take()):
+                # As API Gateway's throttle answers, before the api function: nothing was started.
+                # Locally a request the edge refused above (unsigned, unreadable) takes no start.
+                self._send(HTTPStatus.TOO_MANY_REQUESTS,
+                           ErrorBody.of(HTTPStatus.TOO_MANY_REQUESTS, server.starts.rate.refusal()).model_dump_json(),
+                           {"Content-Type": "application/json", "Retry-After": str(retry_after_s(wait_s))})
+                return
+            problem = server.arm_crash(headers, verified.arn) if starting else None
             if problem:
                 self._error(HTTPStatus.BAD_REQUEST, problem)
                 return

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from agentledger.service import CreateRunRequest, ReviewRequest
+from agentledger.limits import START_RATE
+from agentledger.service import CreateRunRequest, ErrorBody, ReviewRequest
 from infra import PROJECT_ROOT
 from infra.constructs.api import resolver_routes
 
@@ -133,7 +135,7 @@ def test_stage_logs_throttles_traces_and_measures(template: Template, logical_id
                 "DestinationArn": Match.any_value(),
                 "Format": Match.string_like_regexp(r'^\{"requestId":"\$context\.requestId".*\}$'),
             },
-            "MethodSettings": [
+            "MethodSettings": Match.array_with([
                 Match.object_like(
                     {
                         "HttpMethod": "*",
@@ -144,13 +146,31 @@ def test_stage_logs_throttles_traces_and_measures(template: Template, logical_id
                         "ThrottlingBurstLimit": Match.any_value(),
                     }
                 )
-            ],
+            ]),
         },
     )
     (stage,) = template.find_resources("AWS::ApiGateway::Stage").values()
     assert access_logs in str(stage["Properties"]["AccessLogSetting"]["DestinationArn"])
     settings = stage["Properties"]["MethodSettings"][0]
     assert 0 < settings["ThrottlingRateLimit"] <= settings["ThrottlingBurstLimit"]
+
+
+def test_starting_a_run_is_throttled_at_the_start_rate_the_local_api_enforces(template: Template) -> None:
+    (stage,) = template.find_resources("AWS::ApiGateway::Stage").values()
+    starts = [s for s in stage["Properties"]["MethodSettings"] if (s["ResourcePath"], s["HttpMethod"]) == ("/~1runs",
+                                                                                                         "POST")]
+    assert [(s["ThrottlingRateLimit"], s["ThrottlingBurstLimit"], s["LoggingLevel"]) for s in starts] == [
+        (START_RATE.per_s, START_RATE.burst, "INFO")]
+
+
+def test_a_throttled_request_is_a_429_with_retry_after_in_the_api_error_body(template: Template) -> None:
+    (response,) = template.find_resources("AWS::ApiGateway::GatewayResponse").values()
+    properties = response["Properties"]
+    body = json.loads(properties["ResponseTemplates"]["application/json"])
+
+    assert (properties["ResponseType"], properties["StatusCode"]) == ("THROTTLED", "429")
+    assert int(properties["ResponseParameters"]["gatewayresponse.header.Retry-After"].strip("'")) >= 1
+    assert ErrorBody.model_validate(body).error == "Too Many Requests" and "Retry-After" in body["message"]
 
 
 def test_api_gateway_may_log_to_cloudwatch(template: Template) -> None:

@@ -15,6 +15,7 @@ import requests
 import schemathesis
 
 from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.limits import StartRate
 from agentledger.records import new_decision
 from agentledger.states import DecisionKind
 from infra.local.principals import write_profiles
@@ -90,6 +91,21 @@ def _create_twice_with_one_key(api: Api, method: str, path: str) -> requests.Res
     return api.send(method, path, json={"repository": repository, "request": "y"}, headers={"Idempotency-Key": key})
 
 
+# The API's start rate, smaller here so that a few starts exceed it (the stage's is START_RATE).
+START_RATE = StartRate(per_s=0.1, burst=10)
+
+
+def _over_the_start_rate(api: Api, method: str, path: str) -> requests.Response:
+    """Starts sent one after another until the start rate refuses one; their bodies do not validate,
+    so none of those let through starts a run either."""
+    for _ in range(START_RATE.burst + 1):
+        response = api.send(method, path, json={"request": "no repository"})
+        if response.status_code == 429:
+            assert int(response.headers["Retry-After"]) >= 1
+            return response
+    raise AssertionError(f"{START_RATE.burst + 1} starts in a row were all let through")
+
+
 def _review(decision: str, signed_by: str, run: Callable[[PreparedRuns], str]) -> Provoke:
     return lambda api, method, _: api.send(method, f"/runs/{run(api.runs)}/review", signed_by=signed_by,
                                            json={"decision": decision, "plan_digest": api.runs.plan_digest})
@@ -103,6 +119,7 @@ ROUTES: dict[tuple[str, str], dict[int, Provoke]] = {
                                                                      "request": "x"}),
         409: _create_twice_with_one_key,
         422: lambda api, method, path: api.send(method, path, json={"repository": "/etc", "request": "x"}),
+        429: _over_the_start_rate,
     },
     ("POST", "/uploads"): {
         201: lambda api, method, path: api.send(method, path, json={"sha256": "0" * 64, "size": 10}),
@@ -150,7 +167,7 @@ def api(runtime, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
 
     profiles = tmp_path_factory.mktemp("profiles")
     write_profiles(profiles, runtime.principals)
-    server = LocalApiServer(runtime, port=0, keeper_interval_s=0).start()
+    server = LocalApiServer(runtime, port=0, keeper_interval_s=0, start_rate=START_RATE).start()
     yield Api(server.url, profiles, runs, repositories)
     server.stop()
 

@@ -12,6 +12,7 @@ from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRe
 from agentledger.ports import (
     ReceiverErrorResponse,
     ReceiverNoResponseError,
+    ReceiverRateLimitedError,
     ReceiverRejectedError,
     ReceiverUnavailableError,
 )
@@ -80,6 +81,19 @@ def test_a_server_error_is_an_error_response_and_nothing_is_written(tracker):
         _client(tracker).send("run-1/ticket/abc", PAYLOAD)
     assert raised.value.response["status"] == 503
     assert tracker.issues() == []
+
+
+@pytest.mark.parametrize(("status", "style", "named"), [
+    (429, "retry_after", 7), (403, "retry_after", 7), (403, "reset", 7), (403, "message", None)])
+def test_a_rate_limit_is_told_from_a_refusal_with_the_wait_it_names_and_nothing_is_written(tracker, status, style,
+                                                                                             named):
+    tracker.inject("rate_limit", delay_s=7, status=status, style=style)
+    with pytest.raises(ReceiverRateLimitedError, match=f"rate-limited POST .* with {status}") as raised:
+        _client(tracker).send("run-1/ticket/abc", PAYLOAD)
+    assert raised.value.retry_after_s == (pytest.approx(named, abs=1.5) if named else None)
+    assert "rate limit" in raised.value.response["message"]
+    assert tracker.issues() == []
+    assert _client(tracker).send("run-1/ticket/abc", PAYLOAD).receiver_id == "#1"
 
 
 def test_bad_credentials_are_a_rejection(tracker):

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 
 import pytest
 import requests
 
+from agentledger.limits import StartRate
+from agentledger.service import run_id_for
 from infra.cli.signing import request_signer
-from infra.local.principals import write_profiles
+from infra.local.principals import principal_arn, write_profiles
 from infra.local.server import LocalApiServer
 from tests.signing import SignedBy
 
@@ -149,3 +155,39 @@ def test_another_principal_replaying_an_idempotency_key_gets_a_run_of_its_own(se
         runs.setdefault(profile, set()).add(answer["run_id"])
     assert len(runs["agentledger-requester"]) == 1  # the requester's retry: its own run again
     assert runs["agentledger-reviewer"].isdisjoint(runs["agentledger-requester"])
+
+
+def test_starts_past_the_start_rate_are_a_429_with_retry_after_and_the_cli_waits_then_starts_one_run(
+        runtime, tmp_path, sample_repo) -> None:
+    write_profiles(tmp_path, runtime.principals)
+    # One start at once, then one every 5 s: the CLI, started next, meets the limit.
+    server = LocalApiServer(runtime, port=0, keeper_interval_s=0, start_rate=StartRate(per_s=0.2, burst=1)).start()
+    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+    key = str(uuid.uuid4())
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    try:
+        unreadable = b'{"request": "no repository"}'  # takes the start the burst holds, and starts nothing
+        request = urllib.request.Request(server.url + "/runs", data=unreadable, method="POST", headers=sign(
+            "POST", server.url + "/runs", {"Content-Type": "application/json"}, unreadable))
+        answers = []
+        for _ in range(2):
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    answers.append((response.status, dict(response.headers), json.loads(response.read())))
+            except urllib.error.HTTPError as error:
+                answers.append((error.code, dict(error.headers), json.loads(error.read())))
+        cli = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(sample_repo), "--api", server.url,
+                              "--json", "--idempotency-key", key], capture_output=True, text=True, timeout=120,
+                             env={**environment, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(tmp_path)}, check=False)
+    finally:
+        server.stop()
+
+    (validated, _, _), (throttled, headers, body) = answers
+    assert (validated, throttled) == (422, 429)
+    assert headers["Retry-After"] == "5" and body["error"] == "Too Many Requests"
+    assert "Retry-After" in body["message"] and "Traceback" not in json.dumps(body)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["run_id"] == run_id_for(key, principal_arn("requester"))  # its key's one run
+    [waited] = [line for line in cli.stderr.splitlines() if "429" in line]
+    assert waited.startswith("agentledger: the API is throttling requests (429: too many runs started")
+    assert "before sending POST /runs again (attempt 2 of 5)" in waited

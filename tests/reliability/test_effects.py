@@ -126,6 +126,26 @@ def test_a_failed_write_is_retried_after_looking_and_lands_once(driver, runtime,
     assert _effects(driver, run_id)["ticket"]["attempts"] == 2
 
 
+def test_a_github_rate_limit_is_waited_out_by_the_state_machine_and_the_run_completes_writing_once(
+        driver, runtime, sample_repo):
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    runtime.github.inject("rate_limit", delay_s=1, status=403, key_prefix=_keys_of(run_id, "pull_request"))
+    assert driver.review(run_id).status == 200
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
+
+    tickets, _ = _at_receiver(runtime, run_id)
+    assert list(_pulls_at_receiver(runtime, run_id).values()) == [1] and list(tickets.values()) == [1]
+    assert runtime.github.writes_received(_keys_of(run_id, "pull_request")) == 2  # the limited one took nothing
+    view = driver.view(run_id)
+    waits = [d["details"] for d in view["decisions"] if d["kind"] == "rate_limited"]
+    assert [(wait["effect"], wait["wait_s"]) for wait in waits] == [("pull_request", 1)]
+    assert _effects(driver, run_id)["pull_request"]["status"] == "confirmed"
+    entered = [event["stateEnteredEventDetails"]["name"] for event in runtime.execution_history(f"{run_id}-start")
+               if "stateEnteredEventDetails" in event]
+    assert entered.count("Wait out the pull request's rate limit") == 1  # waited there, not in a function
+
+
 def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)

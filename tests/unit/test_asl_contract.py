@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agentledger.effects import RATE_LIMITED
 from agentledger.errors import EffectInProgressError, EffectUnconfirmedError
 from agentledger.restart import RETRYABLE_ERRORS, REVIEW_WAIT_TIMEOUTS
 from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
@@ -79,8 +80,23 @@ def test_every_effect_of_a_run_has_its_state_in_the_order_the_run_makes_them() -
     state = STATES[_choices("Route to next stage")[NextAction.COMPLETE.value]]
     for name in delivered:
         state = STATES[state.get("Default") or state["Next"]]
+        while state["Type"] == "Choice":  # a rate limit's wait, after an effect's state
+            state = STATES[state["Default"]]
         assert state["Parameters"]["effect"] == name
     assert state["Next"] not in EFFECT_TASKS and STAGE_OF_TASK[state["Next"]] == Stage.COMPLETE
+
+
+@pytest.mark.parametrize("effect", ["pull_request", "ticket"])
+def test_a_rate_limited_github_write_is_waited_out_by_a_wait_state_and_sent_again(effect: str) -> None:
+    [task] = [name for name, state in TASKS.items() if state["Parameters"].get("effect") == effect]
+    choice = STATES[TASKS[task]["Next"]]
+    [rule] = choice["Choices"]
+    wait = STATES[rule["Next"]]
+
+    assert (rule["Variable"], rule["StringEquals"]) == (f"{TASKS[task]['ResultPath']}.status", RATE_LIMITED)
+    assert wait["Type"] == "Wait" and wait["SecondsPath"] == f"{TASKS[task]['ResultPath']}.retry_after_s"
+    assert wait["Next"] == task
+    assert STATES[choice["Default"]]["Type"] == "Task"
 
 
 @pytest.mark.parametrize(("choice", "variable"), [("Anything to write?", "$.last_stage.outcome"),

@@ -1,23 +1,32 @@
 """EffectRunner on the in-memory adapters, beyond test_orchestration.py: a write the receiver
 stored despite answering an error, a lost write that is re-checked but never resent, a refusal,
-an effect on stale context, and two attempts racing for one idempotency lock."""
+a rate limit waited out by the state machine, an effect on stale context, and two attempts racing
+for one idempotency lock."""
 from __future__ import annotations
 
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentledger.effects import MAX_RATE_LIMIT_WAITS
 from agentledger.errors import (
     EffectFailedError,
     EffectInProgressError,
+    EffectRateLimitedError,
     EffectRejectedError,
     EffectUnconfirmedError,
     StaleContextError,
 )
-from agentledger.models import EffectStatus, Handoff, RunStatus
-from agentledger.ports import Confirmation, ReceiverNoResponseError, ReceiverRejectedError
+from agentledger.models import DecisionKind, EffectStatus, Handoff, RunStatus
+from agentledger.ports import (
+    Confirmation,
+    ReceiverNoResponseError,
+    ReceiverRateLimitedError,
+    ReceiverRejectedError,
+)
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
 from tests.fakes.world import OPERATOR, World, build_world
 from tests.samples import edit_sample_repository
@@ -27,14 +36,20 @@ LOSE = "lose"  # the write never arrives and no answer comes back
 
 
 class FaultyTracker(InMemoryTracker):
-    """The in-memory tracker with the two faults it lacks, and a gate to hold a write open."""
+    """The in-memory tracker with the faults it lacks, and a gate to hold a write open. `limits`:
+    the next writes each answer a rate limit naming that many seconds (None: naming no time)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.gate: threading.Event | None = None
         self.sending = threading.Event()
+        self.limits: deque[float | None] = deque()
 
     def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
+        if self.limits:
+            self.writes += 1
+            wait = self.limits.popleft()
+            raise ReceiverRateLimitedError("tracker answered 429", {"status": 429}, wait)
         fault = self.faults[0] if self.faults else None
         if fault in (REJECT, LOSE):
             self.faults.popleft()
@@ -119,6 +134,62 @@ def test_a_refused_write_fails_the_effect_and_hands_the_run_to_a_person(world: W
     verdict = world.workflow.classify(run_id, execution, {"Error": "EffectRejectedError"}, failed_stage="complete")
     assert verdict["action"] == "handoff" and "refused" in verdict["reason"]
     assert world.ledger.get_run(run_id).status == RunStatus.NEEDS_PERSON
+
+
+def _waits(world: World, run_id: str) -> list[int]:
+    return [d.details["wait_s"] for d in world.ledger.load(run_id).decisions if d.kind == DecisionKind.RATE_LIMITED]
+
+
+def test_a_rate_limited_write_asks_for_the_wait_the_receiver_named_and_then_lands_once(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.limits.append(1.2)
+
+    waiting = world.effects.deliver(run_id, execution, "ticket")
+    limited = _effect(world, run_id)
+    delivered = world.effects.deliver(run_id, execution, "ticket")
+
+    assert waiting["status"] == "rate_limited" and waiting["retry_after_s"] == 2  # whole seconds, never less
+    assert limited.status == EffectStatus.FAILED and "429" in (limited.error or "")
+    assert _waits(world, run_id) == [2] and world.metrics.counts["ReceiverRateLimited"] == 1
+    assert delivered["status"] == "confirmed"
+    assert world.tracker.writes == 2 and world.tracker.copies(delivered["key"]) == 1
+
+
+def test_a_limit_that_names_no_time_waits_a_minute_then_doubles(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.limits.extend([None, None, None])
+
+    waits = [world.effects.deliver(run_id, execution, "ticket")["retry_after_s"] for _ in range(3)]
+
+    assert waits == [60, 120, 240] == _waits(world, run_id)
+    assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
+
+
+def test_a_wait_longer_than_a_run_spends_hands_the_run_to_a_person_naming_it(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.limits.append(3600)
+
+    with pytest.raises(EffectRateLimitedError, match="wait 3600 s"):
+        world.effects.deliver(run_id, execution, "ticket")
+    verdict = world.workflow.classify(run_id, execution, {"Error": "EffectRateLimitedError"}, failed_stage="complete")
+
+    assert verdict["action"] == "handoff" and "rate limit" in verdict["reason"]
+    assert world.tracker.copies(_effect(world, run_id).key) == 0
+
+
+def test_a_limit_met_again_and_again_hands_over_and_a_resume_waits_afresh(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.limits.extend([1] * (MAX_RATE_LIMIT_WAITS + 2))
+    for _ in range(MAX_RATE_LIMIT_WAITS):
+        assert world.effects.deliver(run_id, execution, "ticket")["status"] == "rate_limited"
+
+    with pytest.raises(EffectRateLimitedError, match=f"{MAX_RATE_LIMIT_WAITS + 1} times"):
+        world.effects.deliver(run_id, execution, "ticket")
+    world.workflow.classify(run_id, execution, {"Error": "EffectRateLimitedError"}, failed_stage="complete")
+    resumed = world.service.resume(run_id, OPERATOR)["execution"]
+
+    assert world.effects.deliver(run_id, resumed, "ticket")["status"] == "rate_limited"
+    assert world.effects.deliver(run_id, resumed, "ticket")["status"] == "confirmed"
 
 
 def test_no_effect_is_written_on_stale_context(world: World) -> None:

@@ -7,9 +7,13 @@ import hashlib
 import http.client
 import json
 import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from botocore.exceptions import (
@@ -24,6 +28,7 @@ from ..ports import (
     Confirmation,
     ReceiverErrorResponse,
     ReceiverNoResponseError,
+    ReceiverRateLimitedError,
     ReceiverRejectedError,
     ReceiverUnavailableError,
 )
@@ -89,7 +94,16 @@ class GitHubApi:
                     "moved repository: set githubRepository, or githubApiUrl, to where it is now)",
                     {"status": error.code}) from error
             detail = _error_body(error)
-            if error.code in (408, 429) or error.code >= 500:
+            message = str(detail.get("message", ""))
+            limit = github_rate_limit(error.code, dict(error.headers.items()), message, time.time())
+            if limit is not None:
+                detail["retry_after_s"] = limit.retry_after_s
+                named = (f"retry after {limit.retry_after_s:.0f} s" if limit.retry_after_s is not None
+                         else "no time named")
+                raise ReceiverRateLimitedError(
+                    f"GitHub rate-limited {method} {path} with {error.code} ({named}): {message[:200]}", detail,
+                    limit.retry_after_s) from error
+            if error.code == 408 or error.code >= 500:
                 raise ReceiverErrorResponse(f"GitHub answered {error.code} to {method} {path}", detail) from error
             raise ReceiverRejectedError(f"GitHub refused {method} {path} with {error.code}: "
                                         f"{detail.get('message', '')}", detail) from error
@@ -99,6 +113,41 @@ class GitHubApi:
             raise ReceiverNoResponseError(f"no answer from GitHub to {method} {path}: {error.reason}") from error
         except (TimeoutError, http.client.HTTPException, ConnectionError) as error:
             raise ReceiverNoResponseError(f"no answer from GitHub to {method} {path}: {error!r}") from error
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    retry_after_s: float | None  # None: GitHub named no time, so wait at least a minute, backing off
+
+
+def github_rate_limit(status: int, headers: Mapping[str, str], message: str, now: float) -> RateLimit | None:
+    """Whether an error answer is one of GitHub's rate limits, and how long it asks to wait, as
+    GitHub documents them: a primary or secondary limit answers 403 or 429; `retry-after` names the
+    seconds to wait; `x-ratelimit-remaining: 0` means wait until `x-ratelimit-reset` (epoch seconds);
+    otherwise wait at least a minute. A 403 that is none of these (no permission) is not a limit."""
+    if status not in (403, 429):
+        return None
+    named = {name.lower(): value for name, value in headers.items()}
+    retry_after = _retry_after_s(named.get("retry-after"), now)
+    if retry_after is not None:
+        return RateLimit(retry_after)
+    if named.get("x-ratelimit-remaining", "").strip() == "0":
+        reset = named.get("x-ratelimit-reset", "").strip()
+        return RateLimit(max(float(reset) - now, 0.0) if reset.isdigit() else None)
+    if status == 429 or "rate limit" in message.lower():
+        return RateLimit(None)
+    return None
+
+
+def _retry_after_s(value: str | None, now: float) -> float | None:
+    """`Retry-After` as seconds or as an HTTP date; None when absent or unreadable."""
+    value = (value or "").strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - now, 0.0) if value else None
+    except (TypeError, ValueError):
+        return None
 
 
 class GitHubIssues:
