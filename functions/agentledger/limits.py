@@ -25,7 +25,9 @@ class StartRate:
                 "send the same request again after Retry-After seconds")
 
 
-START_RATE = StartRate(per_s=10, burst=50)
+# The burst is the API function's default reserved concurrency (apiConcurrency): a burst past it
+# would meet Lambda's own throttle, which API Gateway answers with a 5xx instead of this 429.
+START_RATE = StartRate(per_s=10, burst=20)
 
 
 def retry_after_s(wait_s: float) -> int:

@@ -71,6 +71,7 @@ class HttpResponse:
     status: int
     body: Any
     text: str
+    headers: dict[str, str]
 
 
 def http(base_url: str, method: str, path: str, body: Any = None,
@@ -85,10 +86,10 @@ def http(base_url: str, method: str, path: str, body: Any = None,
     request = urllib.request.Request(base_url + path, data=data, method=method, headers=all_headers)
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
-            status, text = response.status, response.read().decode()
+            status, text, answered = response.status, response.read().decode(), dict(response.headers)
     except urllib.error.HTTPError as error:
-        status, text = error.code, error.read().decode()
-    return HttpResponse(status, json.loads(text) if text else None, text)
+        status, text, answered = error.code, error.read().decode(), dict(error.headers)
+    return HttpResponse(status, json.loads(text) if text else None, text, answered)
 
 
 @dataclass
