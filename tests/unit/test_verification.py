@@ -70,6 +70,25 @@ def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World
     assert any(name.startswith("repository/tests/test_textkit_") for name in names)
 
 
+def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_poll_once(
+        world: World, crash_once: Any) -> None:
+    run_id, execution = _to_verify(world)
+    world.builds.refusals = 2
+    # Reached only once a build runs and the ledger holds its id: not while the service refuses it.
+    crash_once("build_running")
+    outcomes = [world.workflow.run_stage(Stage.VERIFY, run_id, execution) for _ in range(2)]
+    assert [o["done"] for o in outcomes] == [False, False]
+    assert all(o["poll_after_s"] >= 2 for o in outcomes)  # waited out like a running build
+    assert not world.builds.verifies
+    with pytest.raises(SimulatedCrash):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert len(world.builds.verifies) == 1
+    stage = world.ledger.load(run_id).stages["verify"]
+    assert (stage.status, stage.attempt) == (StageStatus.COMPLETE, 1)  # not a failure, nor a person's
+
+
 def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, crash_once: Any) -> None:
     world.builds.polls_before_done = 1
     run_id, execution = _to_verify(world)

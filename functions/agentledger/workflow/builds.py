@@ -121,6 +121,10 @@ class Builds:
             run, test_run = self._record_intent(run, execution, inputs, attempt)
         if test_run.build_id is None:
             run, test_run = self._start(run, execution, test_run, inputs, look_for_earlier=intended_before)
+            if test_run.build_id is None:
+                # No room for another build now: a transient refusal, waited out like a running
+                # build, and the next poll starts it (or finds the one a lost answer started).
+                return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
             status = self._require_builds().status(test_run.build_id or "")
@@ -157,6 +161,8 @@ class Builds:
                 compute=inputs.config.compute,
                 timeout_minutes=inputs.timeout_minutes,
             ))
+        if build_id is None:
+            return run, test_run
         started = test_run.model_copy(update={"build_id": build_id})
         run = self.ledger.write(run, records=[started], execution=execution,
                                 reason=f"{inputs.label} build {build_id} started for inputs {test_run.digest[:12]}")
