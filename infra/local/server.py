@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from agentledger.faults import CRASH_HEADER
+from agentledger.faults import CRASH_HEADER, parse_crash
 from agentledger.service import ErrorBody, run_id_for
 
 from .console import PREFIX as CONSOLE_PREFIX
@@ -18,6 +18,7 @@ from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .runtime import LocalRuntime
+from .throttles import THROTTLE_HEADER, parse_throttle
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
@@ -76,18 +77,26 @@ class LocalApiServer:
             except Exception as error:  # noqa: BLE001 — keep the schedule alive, as EventBridge would
                 print(f"agentledger: review keeper failed: {error}", file=sys.stderr)
 
-    def arm_crash(self, headers: dict[str, str], caller: str) -> str | None:
-        """Local runtime only: arm a crash for the run this request creates. Returns an error."""
-        spec = headers.pop(CRASH_HEADER, None)
-        if spec is None:
+    def arm_faults(self, headers: dict[str, str], caller: str) -> str | None:
+        """Local runtime only: arm the crash and the throttle the request's headers name, for the
+        run this request creates. Returns an error."""
+        crash, throttle = headers.pop(CRASH_HEADER, None), headers.pop(THROTTLE_HEADER, None)
+        if crash is None and throttle is None:
             return None
         key = headers.get("Idempotency-Key")
         if not key:
-            return f"{CRASH_HEADER} needs an Idempotency-Key, which names the run to crash"
-        try:
-            self.runtime.crashes.arm(run_id_for(key, caller), spec)
+            return f"{CRASH_HEADER} and {THROTTLE_HEADER} need an Idempotency-Key, which names the run"
+        try:  # both checked before either is armed: a refused request arms nothing
+            for spec, parse in ((crash, parse_crash), (throttle, parse_throttle)):
+                if spec is not None:
+                    parse(spec)
         except ValueError as error:
             return str(error)
+        run_id = run_id_for(key, caller)
+        if crash is not None:
+            self.runtime.crashes.arm(run_id, crash)
+        if throttle is not None:
+            self.runtime.throttles.arm(throttle, run_id)
         return None
 
 
@@ -165,7 +174,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
             if parts.path == LOCAL_METRICS_PATH and self.command == "GET":
                 self._send(HTTPStatus.OK, json.dumps(summarize(emitted_metrics(server.runtime))))
                 return
-            problem = (server.arm_crash(headers, verified.arn) if self.command == "POST" and parts.path == "/runs"
+            problem = (server.arm_faults(headers, verified.arn) if self.command == "POST" and parts.path == "/runs"
                        else None)
             if problem:
                 self._error(HTTPStatus.BAD_REQUEST, problem)

@@ -6,8 +6,8 @@ of moto's request handler (botocore's `before-send`), so the caller's botocore p
 response and its own retry handler, or the state machine's Retry when the caller is the Step
 Functions engine, decides what happens next. A refused call reaches no backend: it had no effect.
 
-The vocabulary (`THROTTLES`, `parse_throttle`) imports no moto, so the CLI can check
-`--throttle SERVICE:OPERATION[:COUNT]` cheaply."""
+Importing this module loads neither moto nor botocore, so the CLI can name the header that arms a
+throttle (`run --throttle SERVICE:OPERATION[:COUNT]`) and still start at once."""
 from __future__ import annotations
 
 import json
@@ -16,10 +16,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import botocore.session
-from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+if TYPE_CHECKING:
+    from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+
+# The local API's request header that arms a throttle for the run the request creates.
+THROTTLE_HEADER = "X-Agentledger-Throttle"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class ThrottleAnswer:
     body: dict[str, str] = field(default_factory=dict)  # the error document's other fields
 
     def response(self, service_id: str, url: str) -> AWSResponse:
+        from botocore.awsrequest import AWSResponse  # noqa: PLC0415 — see the module's docstring
+
         request_id = str(uuid.uuid4())
         if service_id == "lambda":  # REST-JSON: the code is in a header
             headers = {"x-amzn-RequestId": request_id, "x-amzn-ErrorType": self.code,
@@ -76,6 +81,8 @@ _SERVICE_IDS = {"stepfunctions": "sfn"}
 
 @cache
 def operations(service: str) -> frozenset[str]:
+    import botocore.session  # noqa: PLC0415 — see the module's docstring
+
     return frozenset(botocore.session.get_session().get_service_model(service).operation_names)
 
 

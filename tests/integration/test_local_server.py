@@ -15,6 +15,7 @@ import requests
 from infra.cli.signing import request_signer
 from infra.local.principals import write_profiles
 from infra.local.server import LocalApiServer
+from infra.local.throttles import THROTTLE_HEADER
 from tests.signing import SignedBy
 
 pytestmark = pytest.mark.integration
@@ -149,3 +150,21 @@ def test_another_principal_replaying_an_idempotency_key_gets_a_run_of_its_own(se
         runs.setdefault(profile, set()).add(answer["run_id"])
     assert len(runs["agentledger-requester"]) == 1  # the requester's retry: its own run again
     assert runs["agentledger-reviewer"].isdisjoint(runs["agentledger-requester"])
+
+
+def test_a_throttle_header_arms_the_throttle_for_the_run_the_request_creates(served, runtime, tmp_path) -> None:
+    server, _ = served
+    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+    body = _run_body(tmp_path, "write tests")
+
+    def create(throttle: str) -> tuple[int, dict]:
+        headers = {"Content-Type": "application/json", THROTTLE_HEADER: throttle,
+                   "Idempotency-Key": f"throttled-{tmp_path.name}-{throttle}"}
+        return _post(server, sign("POST", server.url + "/runs", headers, body), body)
+
+    status, answer = create("dynamodb:put_item")
+    assert status == 400 and "dynamodb has no operation 'put_item'" in answer["message"], answer
+    status, answer = create("lambda:Invoke:2")
+    assert status == 201, answer
+    [throttle] = [t for t in runtime.throttles.armed if t.run_id == answer["run_id"]]
+    assert (throttle.service, throttle.operation, throttle.remaining + throttle.refused) == ("lambda", "Invoke", 2)
