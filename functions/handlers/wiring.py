@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from agentledger import metric_names
@@ -23,7 +24,7 @@ from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRe
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.adapters.stepfunctions import ExecutionControl
-from agentledger.adapters.throttling import RETRY_CONFIG, report_throttles
+from agentledger.adapters.throttling import RETRY_CONFIG, as_transient, report_throttles
 from agentledger.agent import (
     Agent,
     BedrockPlanner,
@@ -100,7 +101,8 @@ def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | No
     """The one order of Powertools decorators every handler gets: logs correlated by run id,
     a trace segment, metrics flushed as EMF, and the event parsed into `model`. The function's
     `settings` are read before any work (a variable the stack did not pass fails the invocation
-    there, named) and handed to it after the event and the context."""
+    there, named) and handed to it after the event and the context. A throttle that outlasted
+    the client's retries fails it as a TransientError, which the state machine retries."""
     def decorate(function: Handler) -> Handler:
         HANDLER_SETTINGS[f"{function.__module__}.{function.__name__}"] = settings
 
@@ -108,7 +110,13 @@ def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | No
         def configured(event: Any, context: LambdaContext) -> Any:
             loaded = settings.from_env()
             logger.append_keys(environment=loaded.environment)
-            return function(event, context, loaded)
+            try:
+                return function(event, context, loaded)
+            except ClientError as error:
+                transient = as_transient(error)
+                if transient is None:
+                    raise
+                raise transient from error
 
         handler = event_parser(model=model)(configured) if model is not None else configured
         handler = metrics.log_metrics(handler)

@@ -4,6 +4,7 @@ are answered by the switchboard, or else by an empty success, at botocore's `bef
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -12,7 +13,10 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from agentledger.adapters.throttling import RETRY_CONFIG, report_throttles
+from agentledger.adapters.throttling import RETRY_CONFIG, as_transient, report_throttles
+from agentledger.errors import TransientError
+from agentledger.restart import classify
+from agentledger.states import FailureKind
 from infra.local.throttles import ThrottleSwitchboard, parse_throttle
 
 RUN = "run-0123456789abcdef"
@@ -150,3 +154,44 @@ def test_a_refused_build_start_is_reported_though_the_sdk_leaves_it_to_the_calle
     with pytest.raises(ClientError, match="AccountLimitExceededException"):
         _call(client, "codebuild")  # not retried: the build waits for the next poll (workflow/builds.py)
     assert reported == [("codebuild", "StartBuild", "AccountLimitExceededException")]
+
+
+def test_a_throttle_that_outlasts_the_clients_retries_fails_the_stage_as_a_transient_error() -> None:
+    board = ThrottleSwitchboard()
+    board.arm("dynamodb:PutItem", RUN)
+    client = _served_by(board, "dynamodb", Config(retries={"total_max_attempts": 1}))
+    with pytest.raises(ClientError) as refused:
+        _call(client, "dynamodb")
+
+    transient = as_transient(refused.value)
+    assert transient is not None and "PutItem" in str(transient) and "ProvisionedThroughputExceeded" in str(transient)
+    # Retried by the state machine, then classified as retryable: never a person's first.
+    assert classify(type(transient).__name__, str(transient), 0, 1).kind == FailureKind.RETRYABLE
+
+
+def test_an_error_that_is_no_throttle_is_left_as_it_is() -> None:
+    refused = ClientError({"Error": {"Code": "ConditionalCheckFailedException", "Message": "no"}}, "PutItem")
+    assert as_transient(refused) is None
+
+
+def test_a_function_whose_call_stayed_throttled_fails_with_the_error_its_state_retries(monkeypatch) -> None:
+    from agentledger.config import FunctionSettings  # noqa: PLC0415 — the handlers' stack, only here
+    from handlers.wiring import lambda_handler  # noqa: PLC0415
+
+    for name, value in {"LEDGER_TABLE_NAME": "ledger", "ARTIFACT_BUCKET_NAME": "artifacts",
+                        "AGENTLEDGER_ENVIRONMENT": "test", "AGENTLEDGER_MAX_REPLANS": "1",
+                        "AGENTLEDGER_ARCHIVE_MAX_MEMBERS": "10", "AGENTLEDGER_ARCHIVE_MAX_BYTES": "10",
+                        "AGENTLEDGER_ARCHIVE_MAX_RATIO": "10"}.items():
+        monkeypatch.setenv(name, value)
+    board = ThrottleSwitchboard()
+    board.arm("dynamodb:PutItem", RUN)
+    client = _served_by(board, "dynamodb", Config(retries={"total_max_attempts": 1}))
+
+    @lambda_handler(FunctionSettings)
+    def stage(event: dict[str, Any], context: Any, settings: FunctionSettings) -> Any:
+        return _call(client, "dynamodb")
+
+    with pytest.raises(TransientError) as failed:
+        stage({"run_id": RUN}, SimpleNamespace(function_name="stage", memory_limit_in_mb=128, aws_request_id="r",
+                                               invoked_function_arn="arn:aws:lambda:us-east-1:1:function:stage"))
+    assert isinstance(failed.value.__cause__, ClientError)

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from ..errors import TransientError
 
 # Four attempts: waits of at most 1, 2 and 4 s between them (botocore's standard backoff), so a
 # call gives up within about 7 s, inside the shortest function timeout with time left to record it.
@@ -39,3 +42,14 @@ def report_throttles(client: Any, on_throttle: OnThrottle) -> Any:
 
     client.meta.events.register(f"needs-retry.{service}", after_attempt)
     return client
+
+
+def as_transient(error: ClientError) -> TransientError | None:
+    """A throttle that outlasted the client's retries, as the error the state machine retries with
+    its own backoff (and the restart policy calls retryable); None for any other error, which is
+    no throttle and is left as it is."""
+    code = error.response.get("Error", {}).get("Code")
+    if code not in THROTTLING_CODES:
+        return None
+    return TransientError(f"{error.operation_name} was still refused with {code} after the client's "
+                          f"{MAX_ATTEMPTS} attempts: a quota binds; retry later")
