@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentledger import metric_names
-from infra.local.metrics import emitted_metrics
+from infra.local.metrics import emitted_metrics, summarize
 
 pytestmark = pytest.mark.reliability
 
@@ -27,9 +26,8 @@ THROTTLES = {
 
 
 def _throttles_reported(runtime, service):
-    return sum(point["value"] for point in emitted_metrics(runtime)
-               if point["name"] == metric_names.THROTTLED
-               and point["dimensions"].get(metric_names.AWS_SERVICE_DIMENSION) == service)
+    """As `agentledger metrics` counts them, from the functions' EMF records."""
+    return summarize(emitted_metrics(runtime))["throttled_by_aws_service"].get(service, 0)
 
 
 def _refused_invokes(runtime, execution):
