@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import io
 import tarfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentledger.errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
+from agentledger.errors import NoTestsRanError, TestConfigurationError, TransientError, VerificationFailedError
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
+from agentledger.states import FailureKind
 from agentledger.testrun import layout
+from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive
 from tests.fakes.world import World, build_world
 
@@ -87,6 +90,20 @@ def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_pol
     assert len(world.builds.verifies) == 1
     stage = world.ledger.load(run_id).stages["verify"]
     assert (stage.status, stage.attempt) == (StageStatus.COMPLETE, 1)  # not a failure, nor a person's
+
+
+def test_a_build_the_service_has_no_room_for_longer_than_it_may_run_is_the_state_machines_to_retry(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id, execution = _to_verify(world)
+    world.builds.refusals = 2
+    assert not world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    later = (datetime.now(UTC) + timedelta(hours=9)).isoformat()  # past any build timeout CodeBuild allows
+    monkeypatch.setattr(builds, "utc_now", lambda: later)
+
+    with pytest.raises(TransientError, match="no room for test build") as refused:
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    assert classify(type(refused.value).__name__, str(refused.value), 0, 1).kind == FailureKind.RETRYABLE
+    assert not world.builds.verifies
 
 
 def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, crash_once: Any) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from agentledger.artifacts import stage_prefix
 
 from .. import faults
-from ..errors import TestConfigurationError
+from ..errors import TestConfigurationError, TransientError
 from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
@@ -123,7 +123,13 @@ class Builds:
             run, test_run = self._start(run, execution, test_run, inputs, look_for_earlier=intended_before)
             if test_run.build_id is None:
                 # No room for another build now: a transient refusal, waited out like a running
-                # build, and the next poll starts it (or finds the one a lost answer started).
+                # build, and the next poll starts it (or finds the one a lost answer started); for
+                # as long as the build itself may run, and then it is the state machine's to retry.
+                if _waited_s(test_run) > inputs.timeout_minutes * 60:
+                    raise TransientError(
+                        f"the build service has had no room for {inputs.label} build {inputs.digest[:12]} for "
+                        f"{int(_waited_s(test_run))} s, longer than the build may run: its concurrent builds "
+                        "stay in use")
                 return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
@@ -206,10 +212,14 @@ def package(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+def _waited_s(test_run: TestRun) -> float:
+    """Since the build was prepared."""
+    return (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
+
+
 def _poll_interval(test_run: TestRun) -> int:
     """Short at first (most builds of small repositories take seconds), then every 30 s."""
-    waited = (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
-    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, waited / 4)))
+    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, _waited_s(test_run) / 4)))
 
 
 def missing_output(test_run: TestRun) -> str:
