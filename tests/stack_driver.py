@@ -24,10 +24,14 @@ class Driver:
     def __init__(self, runtime: LocalRuntime) -> None:
         self.runtime = runtime
 
-    def start(self, repo: Path, crash: str | None = None, request: str = "write tests") -> str:
+    def start(self, repo: Path, crash: str | None = None, request: str = "write tests",
+              throttle: str | None = None) -> str:
+        """`crash` (STAGE:POINT) and `throttle` (SERVICE:OPERATION[:COUNT]) are armed for this run."""
         key = str(uuid.uuid4())
         if crash:
             self.runtime.crashes.arm(run_id_for(key, REQUESTER), crash)
+        if throttle:
+            self.runtime.throttles.arm(throttle, run_id_for(key, REQUESTER))
         response = self.runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": request},
                                          headers={"Idempotency-Key": key}, caller=REQUESTER)
         assert response.status == 201, response.body

@@ -34,5 +34,9 @@ CANDIDATES_PAST_FILTER = {
     "coverage": "CandidatesAddedCoverage",
 }
 COVERAGE_GAINED = "CoverageGained"
+THROTTLED = "Throttled"  # AWS refused a call because a quota bound (the call is retried), dimension AwsService
 
 STAGE_DIMENSION = "Stage"
+# The AWS service as botocore names it (dynamodb, sfn, codebuild...); Powertools' own "service"
+# dimension names the function's service.
+AWS_SERVICE_DIMENSION = "AwsService"

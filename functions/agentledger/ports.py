@@ -95,8 +95,9 @@ class ExecutionPort(Protocol):
 class BuildPort(Protocol):
     """Test builds in a sandbox: CodeBuild on AWS, the local runtime's subprocess sandbox locally."""
 
-    def start(self, request: BuildRequest) -> str:
-        """Start a build; its id."""
+    def start(self, request: BuildRequest) -> str | None:
+        """Start a build; its id, or None when the build service takes no more builds for now (at
+        CodeBuild's concurrent-build limit, its queue full): nothing started, start it again later."""
 
     def status(self, build_id: str) -> BuildStatus | None:
         """None when no such build is known."""

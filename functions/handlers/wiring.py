@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from agentledger import metric_names
@@ -23,6 +24,7 @@ from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRe
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.adapters.stepfunctions import ExecutionControl
+from agentledger.adapters.throttling import RETRY_CONFIG, as_transient, report_throttles
 from agentledger.agent import (
     Agent,
     BedrockPlanner,
@@ -78,12 +80,29 @@ class PowertoolsMetricSink:
 sink = PowertoolsMetricSink()
 
 
+def _record_throttle(service: str, operation: str, code: str) -> None:
+    """Each throttle AWS answered: counted by service, where a quota starting to bind shows on the
+    dashboard, and logged with the call, correlated with the run the invocation works on."""
+    logger.warning("throttled by AWS", extra={"aws_service": service, "operation": operation, "error_code": code})
+    with single_metric(name=metric_names.THROTTLED, unit=MetricUnit.Count, value=1,
+                       namespace=metric_names.NAMESPACE) as metric:
+        metric.add_dimension(name=metric_names.AWS_SERVICE_DIMENSION, value=service)
+
+
+def _client(service: str, config: Config | None = None, endpoint_url: str | None = None) -> Any:
+    """A client that retries throttles with backoff and reports each one (adapters/throttling.py)."""
+    merged = RETRY_CONFIG.merge(config) if config is not None else RETRY_CONFIG
+    return report_throttles(boto3.client(service, config=merged, endpoint_url=endpoint_url),  # type: ignore[call-overload]
+                            _record_throttle)
+
+
 def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | None = None,
                    correlation_id_path: str | None = "run_id") -> Callable[[Handler], Handler]:
     """The one order of Powertools decorators every handler gets: logs correlated by run id,
     a trace segment, metrics flushed as EMF, and the event parsed into `model`. The function's
     `settings` are read before any work (a variable the stack did not pass fails the invocation
-    there, named) and handed to it after the event and the context."""
+    there, named) and handed to it after the event and the context. A throttle that outlasted
+    the client's retries fails it as a TransientError, which the state machine retries."""
     def decorate(function: Handler) -> Handler:
         HANDLER_SETTINGS[f"{function.__module__}.{function.__name__}"] = settings
 
@@ -91,7 +110,13 @@ def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | No
         def configured(event: Any, context: LambdaContext) -> Any:
             loaded = settings.from_env()
             logger.append_keys(environment=loaded.environment)
-            return function(event, context, loaded)
+            try:
+                return function(event, context, loaded)
+            except ClientError as error:
+                transient = as_transient(error)
+                if transient is None:
+                    raise
+                raise transient from error
 
         handler = event_parser(model=model)(configured) if model is not None else configured
         handler = metrics.log_metrics(handler)
@@ -103,10 +128,12 @@ def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | No
 
 @lru_cache(maxsize=8)
 def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, SourceResolver]:
-    ledger = LedgerStore(settings.ledger_table, boto3.resource("dynamodb"))
-    s3 = boto3.client("s3")
+    dynamodb = boto3.resource("dynamodb", config=RETRY_CONFIG)
+    report_throttles(dynamodb.meta.client, _record_throttle)
+    ledger = LedgerStore(settings.ledger_table, dynamodb)
+    s3 = _client("s3")
     # Links and upload grants are SigV4 (S3 no longer takes SigV2 for new buckets), on loopback locally.
-    links = boto3.client("s3", endpoint_url=settings.artifact_link_endpoint, config=Config(signature_version="s3v4"))
+    links = _client("s3", endpoint_url=settings.artifact_link_endpoint, config=Config(signature_version="s3v4"))
     artifacts = ArtifactStore(settings.artifact_bucket, s3, links)
     sources = SourceResolver(artifacts, settings.workspace_root, settings.local_repository_roots,
                              settings.archive_limits)
@@ -116,11 +143,11 @@ def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, Sou
 @lru_cache(maxsize=8)
 def workflow(settings: WorkflowSettings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
-    builds = (CodeBuildBuilds(settings.test_build_project, boto3.client("codebuild"),
-                              SecretParameters(boto3.client("ssm"), settings.output_grant_path,
+    builds = (CodeBuildBuilds(settings.test_build_project, _client("codebuild"),
+                              SecretParameters(_client("ssm"), settings.output_grant_path,
                                                settings.output_grant_key))
               if isinstance(settings, BuildSettings) else None)
-    executions = (ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
+    executions = (ExecutionControl(settings.state_machine_arn, _client("stepfunctions"))
                   if isinstance(settings, KeeperSettings) else None)
     return Workflow(settings, ledger, artifacts, sources, _agent(settings), executions, sink, builds)
 
@@ -144,7 +171,7 @@ def _agent(settings: WorkflowSettings) -> Agent:
 
 def _receivers(settings: NotificationSettings) -> dict[str, Receiver]:
     receivers: dict[str, Receiver] = {
-        "notifications": SnsNotifications(settings.notification_topic_arn, boto3.client("sns"))}
+        "notifications": SnsNotifications(settings.notification_topic_arn, _client("sns"))}
     if isinstance(settings, EffectSettings) and settings.github_repository:
         token = parameters.get_secret(settings.github_token_secret_arn, max_age=TOKEN_CACHE_SECONDS)
         github = GitHubApi(settings.github_api_url, settings.github_repository, str(token), RECEIVER_TIMEOUT_SECONDS)
@@ -156,14 +183,14 @@ def _receivers(settings: NotificationSettings) -> dict[str, Receiver]:
 @lru_cache(maxsize=8)
 def effects(settings: NotificationSettings) -> EffectRunner:
     ledger, artifacts, sources = _stores(settings)
-    return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings),
-                        DynamoDBPersistenceLayer(table_name=settings.idempotency_table), sink)
+    idempotency = DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=_client("dynamodb"))
+    return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings), idempotency, sink)
 
 
 @lru_cache(maxsize=8)
 def _service(settings: ApiSettings) -> RunService:
     ledger, artifacts, sources = _stores(settings)
-    executions = ExecutionControl(settings.state_machine_arn, boto3.client("stepfunctions"))
+    executions = ExecutionControl(settings.state_machine_arn, _client("stepfunctions"))
     key = parameters.get_secret(settings.cursor_signing_secret_arn, max_age=TOKEN_CACHE_SECONDS)
     return RunService(settings, ledger, artifacts, sources, executions, sink, CursorSeal(str(key).encode()))
 

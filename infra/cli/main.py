@@ -20,6 +20,7 @@ from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
 from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS
 from agentledger.states import RunStatus
 from infra.local.profiles import local_credentials_dir
+from infra.local.throttles import THROTTLE_HEADER, THROTTLES
 
 from . import render
 from .apply import ApplyRefused, apply_change
@@ -193,6 +194,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise CliError(str(error)) from None
         headers[CRASH_HEADER] = args.crash
+    if args.throttle:  # the local API checks it against the services and their operations
+        headers[THROTTLE_HEADER] = args.throttle
     client = _client(args)
     location = _uploaded(client, repository, args) if _should_upload(args) else str(repository)
     body = {"repository": location, "request": args.request, "environment": "dev"}
@@ -453,6 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--request", default=DEFAULT_REQUEST, help="what the agent is asked to do (default: %(default)r)")
     run.add_argument("--crash", metavar="STAGE:POINT", help="local runtime only: crash that stage at that point "
                                                              "(see `agentledger crash-points`)")
+    run.add_argument("--throttle", metavar="SERVICE:OPERATION[:COUNT]",
+                     help="local runtime only: the run's next COUNT (default 1) calls of that operation are "
+                          f"refused as AWS refuses them when a quota binds (SERVICE: {', '.join(THROTTLES)}; "
+                          "OPERATION as the API names it, e.g. dynamodb:TransactWriteItems)")
     run.add_argument("--upload", action="store_true",
                      help="package and upload the working tree (always, against a deployed API; "
                           ".gitignore is honoured)")

@@ -236,7 +236,9 @@ def metrics_summary(summary: Mapping[str, Any]) -> str:
     """The local API's metrics summary (`/_local/metrics`): counts first, then timing statistics."""
     # Timings are picked by name, not by being dicts: one never measured is None, not a count.
     rows = [(key.replace("_", " "), "-" if value is None else str(value)) for key, value in summary.items()
-            if key not in METRICS_TIMINGS and key not in ("namespace", "stage_duration_s")]
+            if key not in METRICS_TIMINGS and key not in ("namespace", "stage_duration_s", "throttled_by_aws_service")]
+    throttled = summary.get("throttled_by_aws_service") or {}
+    rows.append(("throttled by AWS", ", ".join(f"{service} {count}" for service, count in throttled.items()) or "-"))
     rows += [(key.replace("_", " "), _timing(summary[key])) for key in METRICS_TIMINGS]
     rows += [(f"stage duration {stage} (s)", _timing(stats)) for stage, stats in summary["stage_duration_s"].items()]
     width = max(len(label) for label, _ in rows)

@@ -73,6 +73,18 @@ class Observability(Construct):
         )
         duplicated = _metric(metric_names.DUPLICATED_SIDE_EFFECTS)
         oldest_review = _metric(metric_names.OLDEST_PENDING_REVIEW, statistic="Maximum")
+        # One line per AWS service that refused the functions' calls, whichever quota binds first;
+        # beside it Lambda's own count of the invokes it refused (the state machine's, retried).
+        throttled = cloudwatch.MathExpression(
+            expression=(f"SEARCH('{{{metric_names.NAMESPACE},service,{metric_names.AWS_SERVICE_DIMENSION}}} "
+                        f"MetricName=\"{metric_names.THROTTLED}\" service=\"{SERVICE_NAME}\"', 'Sum', "
+                        f"{int(PERIOD.to_seconds())})"),
+            using_metrics={},
+            label="",
+            period=PERIOD,
+        )
+        lambda_throttles = cloudwatch.Metric(namespace="AWS/Lambda", metric_name="Throttles", statistic="Sum",
+                                             period=PERIOD, label="lambda invokes refused")
         failed = state_machine.metric_failed(statistic="Sum", period=PERIOD)
         timed_out = state_machine.metric_timed_out(statistic="Sum", period=PERIOD)
 
@@ -162,6 +174,7 @@ class Observability(Construct):
                             )
                         ],
                     ),
+                    _graph("Throttled by AWS (calls refused, retried)", throttled, lambda_throttles),
                 ],
             ],
         )

@@ -51,10 +51,13 @@ def _stats(values: list[float]) -> dict[str, float] | None:
 def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
     by_name: dict[str, list[float]] = defaultdict(list)
     by_stage: dict[str, list[float]] = defaultdict(list)
+    throttled: dict[str, int] = defaultdict(int)
     for point in points:
         by_name[point["name"]].append(point["value"])
         if point["name"] == names.STAGE_DURATION:
             by_stage[point["dimensions"].get(names.STAGE_DIMENSION) or "?"].append(point["value"])
+        elif point["name"] == names.THROTTLED:
+            throttled[point["dimensions"].get(names.AWS_SERVICE_DIMENSION) or "?"] += int(point["value"])
     total = {name: sum(values) for name, values in by_name.items()}
     resumed = total.get(names.RUNS_RESUMED, 0)
     return {
@@ -68,6 +71,7 @@ def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
         "duplicates_suppressed": int(total.get(names.DUPLICATES_SUPPRESSED, 0)),
         "stale_plans_rejected": int(total.get(names.STALE_PLANS_REJECTED, 0)),
         "effects_confirmed": int(total.get(names.EFFECTS_CONFIRMED, 0)),
+        "throttled_by_aws_service": dict(sorted(throttled.items())),
         "time_to_handoff_s": _stats(by_name.get(names.TIME_TO_HANDOFF, [])),
         "review_wait_s": _stats(by_name.get(names.REVIEW_WAIT, [])),
         "stage_duration_s": {stage: _stats(values) for stage, values in sorted(by_stage.items())},

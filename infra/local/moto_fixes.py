@@ -6,10 +6,19 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
+from botocore.exceptions import ClientError
+from moto.stepfunctions.parser.api import HistoryEventType, LambdaFunctionFailedEventDetails
+from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
+    StateTaskServiceLambda,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 
@@ -77,10 +86,36 @@ def _a_heartbeat_is_taken_once_the_token_exists() -> Callable[[], None]:
     return uninstall
 
 
+def _a_refused_invoke_is_a_lambda_error() -> Callable[[], None]:
+    """When Lambda refuses an Invoke (TooManyRequestsException at its concurrency limit), AWS fails
+    a task whose resource is the function's ARN with `Lambda.<error code>`, as it does a
+    `lambda:invoke` task, so one Retry rule covers both. moto names it `Exception` for the former,
+    which no Retry of a state machine written for AWS matches. The error is named as moto's own
+    `lambda:invoke` names it."""
+    original = StateTaskLambda._from_error
+
+    def from_error(self: StateTaskLambda, env: Any, ex: Exception) -> FailureEvent:
+        if not isinstance(ex, ClientError):
+            return original(self, env, ex)
+        error, cause = StateTaskServiceLambda._error_cause_from_client_error(ex)
+        failed = LambdaFunctionFailedEventDetails(error=error, cause=cause)
+        details = EventDetails(lambdaFunctionFailedEventDetails=failed)
+        return FailureEvent(env=env, error_name=CustomErrorName(error),
+                            event_type=HistoryEventType.LambdaFunctionFailed, event_details=details)
+
+    StateTaskLambda._from_error = from_error  # type: ignore[method-assign]
+
+    def uninstall() -> None:
+        StateTaskLambda._from_error = original  # type: ignore[method-assign]
+
+    return uninstall
+
+
 def install() -> Callable[[], None]:
     """Apply every correction; the returned undo gives moto back its own behaviour."""
     with ExitStack() as undo:
         undo.callback(_answered_task_token_is_not_lost())
         undo.callback(_answers_reach_their_task_while_executions_start())
         undo.callback(_a_heartbeat_is_taken_once_the_token_exists())
+        undo.callback(_a_refused_invoke_is_a_lambda_error())
         return undo.pop_all().close

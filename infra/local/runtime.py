@@ -33,6 +33,7 @@ from .github_receiver import LocalGitHub
 from .principals import DUTIES, LocalPrincipal, create_principals
 from .s3_endpoint import LocalS3Endpoint
 from .synth import synthesize
+from .throttles import ThrottleSwitchboard
 
 REGION = "us-east-1"
 API_HANDLER = "handlers.api.handler"
@@ -108,6 +109,7 @@ class LocalRuntime:
         self._undo = ExitStack()
         self.stack: DeployedStack | None = None
         self.crashes = CrashSwitchboard()
+        self.throttles = ThrottleSwitchboard()
         self.github = LocalGitHub(LOCAL_GITHUB_TOKEN)
         # unsafe_local_builds: serve's --unsafe-local-builds, builds without the sandbox.
         self.codebuild = LocalCodeBuild(Path(tempfile.gettempdir()) / "agentledger-builds",
@@ -143,6 +145,7 @@ class LocalRuntime:
             self._mock = mock_aws(config=moto_config(self._extra_environment.get(BEDROCK_PROFILE_VARIABLE)))
             self._mock.start()
             undo.callback(self._mock.stop)
+            undo.callback(self.throttles.install())
             # After the mock's start, which sets fake keys of its own, and before any client exists.
             undo.callback(_use_credentials(FUNCTION_CREDENTIALS))
             undo.callback(self.codebuild.install(self._is_test_build_project))

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from agentledger.faults import CRASH_HEADER
+from agentledger.faults import CRASH_HEADER, parse_crash
 from agentledger.limits import START_RATE, StartRate, retry_after_s
 from agentledger.service import ErrorBody, run_id_for
 
@@ -19,7 +19,8 @@ from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .runtime import LocalRuntime
-from .throttle import TokenBucket
+from .start_rate import TokenBucket
+from .throttles import THROTTLE_HEADER, parse_throttle
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
@@ -88,18 +89,26 @@ class LocalApiServer:
             except Exception as error:  # noqa: BLE001 — keep the schedule alive, as EventBridge would
                 print(f"agentledger: review keeper failed: {error}", file=sys.stderr)
 
-    def arm_crash(self, headers: dict[str, str], caller: str) -> str | None:
-        """Local runtime only: arm a crash for the run this request creates. Returns an error."""
-        spec = headers.pop(CRASH_HEADER, None)
-        if spec is None:
+    def arm_faults(self, headers: dict[str, str], caller: str) -> str | None:
+        """Local runtime only: arm the crash and the throttle the request's headers name, for the
+        run this request creates. Returns an error."""
+        crash, throttle = headers.pop(CRASH_HEADER, None), headers.pop(THROTTLE_HEADER, None)
+        if crash is None and throttle is None:
             return None
         key = headers.get("Idempotency-Key")
         if not key:
-            return f"{CRASH_HEADER} needs an Idempotency-Key, which names the run to crash"
-        try:
-            self.runtime.crashes.arm(run_id_for(key, caller), spec)
+            return f"{CRASH_HEADER} and {THROTTLE_HEADER} need an Idempotency-Key, which names the run"
+        try:  # both checked before either is armed: a refused request arms nothing
+            for spec, parse in ((crash, parse_crash), (throttle, parse_throttle)):
+                if spec is not None:
+                    parse(spec)
         except ValueError as error:
             return str(error)
+        run_id = run_id_for(key, caller)
+        if crash is not None:
+            self.runtime.crashes.arm(run_id, crash)
+        if throttle is not None:
+            self.runtime.throttles.arm(throttle, run_id)
         return None
 
 
@@ -185,7 +194,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                            ErrorBody.of(HTTPStatus.TOO_MANY_REQUESTS, server.starts.rate.refusal()).model_dump_json(),
                            {"Content-Type": "application/json", "Retry-After": str(retry_after_s(wait_s))})
                 return
-            problem = server.arm_crash(headers, verified.arn) if starting else None
+            problem = server.arm_faults(headers, verified.arn) if starting else None
             if problem:
                 self._error(HTTPStatus.BAD_REQUEST, problem)
                 return

@@ -103,6 +103,7 @@ class InstantBuilds:
     uploads: bytes | None = None
     ends: BuildStatus | None = None
     generation: Generation = "keep_all"  # what a build that writes tests keeps
+    refusals: int = 0  # starts refused first, as CodeBuild refuses them at its concurrent-build limit
     generations: list[BuildRequest] = field(default_factory=list)  # those builds (also in `started`)
     started: list[BuildRequest] = field(default_factory=list)
     searches: int = 0  # find() calls
@@ -114,7 +115,10 @@ class InstantBuilds:
         """The builds that ran the suite (verify's), not those that wrote tests."""
         return [request for request in self.started if request not in self.generations]
 
-    def start(self, request: BuildRequest) -> str:
+    def start(self, request: BuildRequest) -> str | None:
+        if self.refusals:
+            self.refusals -= 1
+            return None
         self.started.append(request)
         build_id = f"memory-build:{len(self.started)}"
         self._polls_left[build_id] = self.polls_before_done

@@ -70,6 +70,18 @@ def test_dashboard_metrics_carry_the_powertools_service_dimension(dashboard_body
     )
 
 
+def test_dashboard_shows_each_aws_service_that_throttled_the_functions_and_lambdas_own_throttles(resources) -> None:
+    (dashboard,) = resources("AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    body = json.loads("".join(part if isinstance(part, str) else "ref" for part in parts))
+    [widget] = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Throttled")]
+    [[search], lambda_throttles] = widget["properties"]["metrics"]
+    dimensions = f"{metric_names.NAMESPACE},service,{metric_names.AWS_SERVICE_DIMENSION}"
+    assert search["expression"] == (
+        f"""SEARCH('{{{dimensions}}} MetricName="{metric_names.THROTTLED}" service="agentledger"', 'Sum', 300)""")
+    assert lambda_throttles[:2] == ["AWS/Lambda", "Throttles"]
+
+
 def test_dashboard_computes_the_recovery_rate(dashboard_body: str) -> None:
     assert "IF(resumed > 0, recovered / resumed, 0)" in dashboard_body
     for metric_id, metric in (

@@ -21,6 +21,7 @@ from agentledger.service import run_id_for
 from infra.cli.signing import request_signer
 from infra.local.principals import principal_arn, write_profiles
 from infra.local.server import LocalApiServer
+from infra.local.throttles import THROTTLE_HEADER
 from tests.signing import SignedBy
 
 pytestmark = pytest.mark.integration
@@ -191,3 +192,21 @@ def test_starts_past_the_start_rate_are_a_429_with_retry_after_and_the_cli_waits
     [waited] = [line for line in cli.stderr.splitlines() if "429" in line]
     assert waited.startswith("agentledger: the API is throttling requests (429: too many runs started")
     assert "before sending POST /runs again (attempt 2 of 5)" in waited
+
+
+def test_a_throttle_header_arms_the_throttle_for_the_run_the_request_creates(served, runtime, tmp_path) -> None:
+    server, _ = served
+    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+    body = _run_body(tmp_path, "write tests")
+
+    def create(throttle: str) -> tuple[int, dict]:
+        headers = {"Content-Type": "application/json", THROTTLE_HEADER: throttle,
+                   "Idempotency-Key": f"throttled-{tmp_path.name}-{throttle}"}
+        return _post(server, sign("POST", server.url + "/runs", headers, body), body)
+
+    status, answer = create("dynamodb:put_item")
+    assert status == 400 and "dynamodb has no operation 'put_item'" in answer["message"], answer
+    status, answer = create("lambda:Invoke:2")
+    assert status == 201, answer
+    [throttle] = [t for t in runtime.throttles.armed if t.run_id == answer["run_id"]]
+    assert (throttle.service, throttle.operation, throttle.remaining + throttle.refused) == ("lambda", "Invoke", 2)

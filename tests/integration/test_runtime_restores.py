@@ -22,6 +22,7 @@ def process_state() -> dict[str, Any]:
     import boto3
     import moto.dynamodb.models as dynamodb_models
     from moto.awslambda.models import LambdaFunction
+    from moto.core.botocore_stubber import BotocoreStubber
     from moto.core.common_models import BaseModel
     from moto.core.serialize import BaseJSONSerializer
     from moto.dynamodb.models import DynamoDBBackend
@@ -30,6 +31,7 @@ def process_state() -> dict[str, Any]:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
         StateTaskServiceCallback,
     )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
     from agentledger import faults
@@ -49,6 +51,8 @@ def process_state() -> dict[str, Any]:
             vars(StateTaskServiceCallback)["_wait_for_task_token_heartbeat"],
         "StepFunctionsParserBackend._get_executions": vars(StepFunctionsParserBackend)["_get_executions"],
         "BaseModel.__new__": vars(BaseModel)["__new__"],
+        "BotocoreStubber.__call__": vars(BotocoreStubber)["__call__"],  # the throttle switchboard
+        "StateTaskLambda._from_error": vars(StateTaskLambda)["_from_error"],
         "moto.dynamodb.models.copy": dynamodb_models.copy,
         "Table.query": vars(Table)["query"],
         "BaseJSONSerializer._serialize_type_structure": vars(BaseJSONSerializer)["_serialize_type_structure"],

@@ -81,12 +81,21 @@ def test_the_variables_name_a_fresh_parameter_under_the_path_for_each_build(clie
     assert names[0] != names[1]
 
 
-def test_a_refused_start_deletes_the_grant_no_build_will_read(clients: Clients) -> None:
+def test_a_start_refused_for_want_of_room_deletes_the_grant_and_starts_nothing(clients: Clients) -> None:
     clients.expect_put()
     clients.codebuild_stub.add_client_error("start_build", "AccountLimitExceededException", expected_params=ANY_START)
     clients.ssm_stub.add_response("delete_parameter", {}, {"Name": ANY})
-    with pytest.raises(clients.codebuild.exceptions.AccountLimitExceededException):
+    assert clients.builds.start(REQUEST) is None  # verify starts it at a later poll
+    clients.ssm_stub.assert_no_pending_responses()
+
+
+def test_a_refused_start_deletes_the_grant_no_build_will_read(clients: Clients) -> None:
+    clients.expect_put()
+    clients.codebuild_stub.add_client_error("start_build", "InvalidInputException", expected_params=ANY_START)
+    clients.ssm_stub.add_response("delete_parameter", {}, {"Name": ANY})
+    with pytest.raises(clients.codebuild.exceptions.InvalidInputException):
         clients.builds.start(REQUEST)
+    clients.ssm_stub.assert_no_pending_responses()
 
 
 def test_a_running_build_keeps_its_grant(clients: Clients) -> None:

@@ -171,14 +171,16 @@ def test_metrics_summary_lists_counts_then_timings_with_dashes_for_what_was_neve
         "namespace": "AgentLedger", "runs_started": 3, "runs_resumed": 1, "recovery_rate": None,
         "time_to_handoff_s": {"count": 2, "avg": 1.5, "max": 2.0}, "review_wait_s": None,
         "stage_duration_s": {"plan": {"count": 4, "avg": 0.25, "max": 0.5}},
+        "throttled_by_aws_service": {"dynamodb": 2, "sfn": 1},
     }
 
     lines = render.metrics_summary(summary).splitlines()
 
     assert lines[0] == "metrics in namespace AgentLedger (from the EMF records the handlers emitted)"
     assert [line.split("  ")[1] for line in lines[1:]] == [
-        "runs started", "runs resumed", "recovery rate", "time to handoff s", "review wait s",
+        "runs started", "runs resumed", "recovery rate", "throttled by AWS", "time to handoff s", "review wait s",
         "stage duration plan (s)"]
+    assert line_with("\n".join(lines), "throttled by AWS").endswith("  dynamodb 2, sfn 1")
     assert line_with("\n".join(lines), "recovery rate").endswith("  -")
     assert line_with("\n".join(lines), "time to handoff s").endswith("avg 1.5  max 2.0  n=2")
     assert line_with("\n".join(lines), "review wait s").endswith("  -")

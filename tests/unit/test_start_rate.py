@@ -14,7 +14,7 @@ import pytest
 
 from agentledger.limits import StartRate, retry_after_s
 from infra.cli.client import MAX_THROTTLED_WAIT_S, THROTTLED_ATTEMPTS, ApiClient, ApiError
-from infra.local.throttle import TokenBucket
+from infra.local.start_rate import TokenBucket
 
 pytestmark = pytest.mark.unit
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import io
 import tarfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentledger.errors import NoTestsRanError, TestConfigurationError, VerificationFailedError
+from agentledger.errors import NoTestsRanError, TestConfigurationError, TransientError, VerificationFailedError
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
+from agentledger.states import FailureKind
 from agentledger.testrun import layout
+from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive
 from tests.fakes.world import World, build_world
 
@@ -68,6 +71,39 @@ def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World
         names = set(archive.getnames())
     assert {layout.DRIVER_FILE, layout.CONFIG_FILE, "repository/textkit/slug.py", "repository/pyproject.toml"} <= names
     assert any(name.startswith("repository/tests/test_textkit_") for name in names)
+
+
+def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_poll_once(
+        world: World, crash_once: Any) -> None:
+    run_id, execution = _to_verify(world)
+    world.builds.refusals = 2
+    # Reached only once a build runs and the ledger holds its id: not while the service refuses it.
+    crash_once("build_running")
+    outcomes = [world.workflow.run_stage(Stage.VERIFY, run_id, execution) for _ in range(2)]
+    assert [o["done"] for o in outcomes] == [False, False]
+    assert all(o["poll_after_s"] >= 2 for o in outcomes)  # waited out like a running build
+    assert not world.builds.verifies
+    with pytest.raises(SimulatedCrash):
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+
+    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert len(world.builds.verifies) == 1
+    stage = world.ledger.load(run_id).stages["verify"]
+    assert (stage.status, stage.attempt) == (StageStatus.COMPLETE, 1)  # not a failure, nor a person's
+
+
+def test_a_build_the_service_has_no_room_for_longer_than_it_may_run_is_the_state_machines_to_retry(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id, execution = _to_verify(world)
+    world.builds.refusals = 2
+    assert not world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    later = (datetime.now(UTC) + timedelta(hours=9)).isoformat()  # past any build timeout CodeBuild allows
+    monkeypatch.setattr(builds, "utc_now", lambda: later)
+
+    with pytest.raises(TransientError, match="no room for test build") as refused:
+        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+    assert classify(type(refused.value).__name__, str(refused.value), 0, 1).kind == FailureKind.RETRYABLE
+    assert not world.builds.verifies
 
 
 def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, crash_once: Any) -> None:

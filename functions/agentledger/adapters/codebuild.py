@@ -53,7 +53,7 @@ class CodeBuildBuilds:
         self._codebuild = codebuild_client
         self._grants = grants
 
-    def start(self, request: BuildRequest) -> str:
+    def start(self, request: BuildRequest) -> str | None:
         grant = self._grants.put(json.dumps(request.output_grant))
         variables = [
             {"name": INPUT_URL_VARIABLE, "value": request.input_url, "type": "PLAINTEXT"},
@@ -68,8 +68,10 @@ class CodeBuildBuilds:
                 computeTypeOverride=request.compute,
                 timeoutInMinutesOverride=request.timeout_minutes,
             )
-        except self._codebuild.exceptions.ClientError:
+        except self._codebuild.exceptions.ClientError as error:
             self._grants.delete(grant)  # no build will read it
+            if error.response["Error"]["Code"] == "AccountLimitExceededException":
+                return None  # the account's concurrent builds and their queue are full: nothing started
             raise
         return response["build"]["id"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from agentledger.artifacts import stage_prefix
 
 from .. import faults
-from ..errors import TestConfigurationError
+from ..errors import TestConfigurationError, TransientError
 from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
@@ -121,6 +121,16 @@ class Builds:
             run, test_run = self._record_intent(run, execution, inputs, attempt)
         if test_run.build_id is None:
             run, test_run = self._start(run, execution, test_run, inputs, look_for_earlier=intended_before)
+            if test_run.build_id is None:
+                # No room for another build now: a transient refusal, waited out like a running
+                # build, and the next poll starts it (or finds the one a lost answer started); for
+                # as long as the build itself may run, and then it is the state machine's to retry.
+                if _waited_s(test_run) > inputs.timeout_minutes * 60:
+                    raise TransientError(
+                        f"the build service has had no room for {inputs.label} build {inputs.digest[:12]} for "
+                        f"{int(_waited_s(test_run))} s, longer than the build may run: its concurrent builds "
+                        "stay in use")
+                return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
             status = self._require_builds().status(test_run.build_id or "")
@@ -157,6 +167,8 @@ class Builds:
                 compute=inputs.config.compute,
                 timeout_minutes=inputs.timeout_minutes,
             ))
+        if build_id is None:
+            return run, test_run
         started = test_run.model_copy(update={"build_id": build_id})
         run = self.ledger.write(run, records=[started], execution=execution,
                                 reason=f"{inputs.label} build {build_id} started for inputs {test_run.digest[:12]}")
@@ -200,10 +212,14 @@ def package(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+def _waited_s(test_run: TestRun) -> float:
+    """Since the build was prepared."""
+    return (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
+
+
 def _poll_interval(test_run: TestRun) -> int:
     """Short at first (most builds of small repositories take seconds), then every 30 s."""
-    waited = (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
-    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, waited / 4)))
+    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, _waited_s(test_run) / 4)))
 
 
 def missing_output(test_run: TestRun) -> str:

@@ -1,0 +1,71 @@
+"""Throttling is a transient failure and nothing is lost: with a quota binding, each service answers
+as AWS does (the local runtime's throttle switchboard refuses the run's calls at the service), the
+call is retried with backoff, the throttle is recorded where an operator looks, and the run
+completes with every effect written once.
+
+One run per fault, each armed for its own run's calls only, so runs of other tests on the shared
+runtime neither take the throttle nor count in what is asserted."""
+from __future__ import annotations
+
+import pytest
+
+from infra.local.metrics import emitted_metrics, summarize
+
+pytestmark = pytest.mark.reliability
+
+REFUSED = 2  # within every retry budget: the SDK's four attempts, the state machine's MaxAttempts 2
+# The fault, and where the throttled call is made: by a function's client, whose retries and
+# report are the functions' own (the service as botocore names it in the Throttled metric); or
+# by the Step Functions engine, whose refused invoke the state's Retry takes (None).
+THROTTLES = {
+    "stepfunctions:StartExecution": "sfn",  # the API starting the run's execution
+    "dynamodb:TransactWriteItems": "dynamodb",  # the ledger's writes, the run's creation first
+    "codebuild:StartBuild": "codebuild",  # verify starting the test build
+    "lambda:Invoke": None,  # the engine invoking the run's first stage
+}
+
+
+def _throttles_reported(runtime, service):
+    """As `agentledger metrics` counts them, from the functions' EMF records."""
+    return summarize(emitted_metrics(runtime))["throttled_by_aws_service"].get(service, 0)
+
+
+def _refused_invokes(runtime, execution):
+    return [event["lambdaFunctionFailedEventDetails"] for event in runtime.execution_history(execution)
+            if event["type"] == "LambdaFunctionFailed"]
+
+
+@pytest.mark.parametrize(("fault", "service"), THROTTLES.items(), ids=list(THROTTLES))
+def test_a_throttled_call_is_retried_and_recorded_and_the_run_completes_once(driver, runtime, sample_repo, fault,
+                                                                             service):
+    reported_before = _throttles_reported(runtime, service) if service else 0
+    run_id = driver.start(sample_repo, throttle=f"{fault}:{REFUSED}")
+    [throttle] = [t for t in runtime.throttles.armed if t.run_id == run_id]
+
+    assert driver.wait(run_id)["run"]["status"] == "awaiting_review"
+    assert driver.review(run_id).status == 200
+    assert driver.finished(f"{run_id}-start") == "SUCCEEDED"
+
+    # Refused as armed, then retried until a call went through.
+    assert throttle.refused == REFUSED and throttle.passed_after >= 1
+    # Recorded: by the functions as a metric by service; the engine's refused invokes in the
+    # execution's history, named as the state's Retry matches them.
+    if service:
+        assert _throttles_reported(runtime, service) - reported_before == REFUSED
+    else:
+        refused = _refused_invokes(runtime, f"{run_id}-start")
+        assert [event["error"] for event in refused] == ["Lambda.TooManyRequestsException"] * REFUSED
+        assert "Rate Exceeded." in refused[0]["cause"]
+
+    ledger = driver.view(run_id)
+    assert ledger["run"]["status"] == "complete" and ledger["handoff"] is None
+    assert {e["kind"]: e["status"] for e in ledger["effects"].values()} == {
+        "review_notification": "confirmed", "pull_request": "confirmed", "ticket": "confirmed",
+        "completion_notification": "confirmed"}
+    # No duplicated effect: one execution, one test build, one ticket, one pull request, each
+    # notification once.
+    assert len(runtime.codebuild.builds_for(run_id)) == 1
+    assert [n for k, n in runtime.github.issues_by_key().items() if k.startswith(f"{run_id}/")] == [1]
+    assert [n for k, n in runtime.github.pulls_by_key().items() if k.startswith(f"{run_id}/")] == [1]
+    assert sorted(n for k, n in runtime.notifications_by_key().items() if k and k.startswith(f"{run_id}/")) == [1, 1]
+    assert ledger["run"]["executions"] == [f"{run_id}-start"]
