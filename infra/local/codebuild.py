@@ -48,6 +48,7 @@ from typing import Any
 from moto.codebuild import responses as codebuild_responses
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
+from moto.core.exceptions import JsonRESTError
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ssm.models import ssm_backends
 
@@ -128,6 +129,10 @@ class LocalCodeBuild:
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="local-codebuild")
         self._builds: dict[str, LocalBuild] = {}
         self._lock = threading.Lock()
+        self._admitting = threading.Lock()  # a project's limit is checked and a build added at once
+        # A project's concurrent build limit (its ConcurrentBuildLimit), set once it is deployed;
+        # moto keeps no such field.
+        self.build_limits: dict[str, int] = {}
 
     # -- what tests and people look at ------------------------------------------------------
     def builds_for(self, run_id: str, stage: str = "verify") -> list[LocalBuild]:
@@ -164,10 +169,12 @@ class LocalCodeBuild:
             name = response._get_param("projectName")
             if not runs_project(name):
                 return original_start(response)
-            result = original_start_in_moto(response)
-            backend: CodeBuildBackend = codebuild_backends[response.current_account][response.region]
-            record = backend.build_metadata[name].build_metadata
-            runner._submit(backend, name, record, response)
+            with runner._admitting:
+                runner._admit(name)
+                result = original_start_in_moto(response)
+                backend: CodeBuildBackend = codebuild_backends[response.current_account][response.region]
+                record = backend.build_metadata[name].build_metadata
+                runner._submit(backend, name, record, response)
             return result
 
         def batch_get_builds(backend: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
@@ -202,6 +209,18 @@ class LocalCodeBuild:
         for build in running:
             self._stop(build)
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _admit(self, project: str) -> None:
+        """As CodeBuild does for a project with a concurrent build limit: a build past it is
+        refused, not queued (a project without one queues, up to the account's limit)."""
+        limit = self.build_limits.get(project)
+        if limit is None:
+            return
+        with self._lock:
+            running = sum(1 for build in self._builds.values() if build.project == project and not build.done.is_set())
+        if running >= limit:
+            raise JsonRESTError("AccountLimitExceededException",
+                                f"Cannot have more than {limit} builds running for the project {project}")
 
     # -- one build ---------------------------------------------------------------------------
     def _submit(self, backend: CodeBuildBackend, project_name: str, record: dict[str, Any],

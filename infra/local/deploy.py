@@ -27,6 +27,7 @@ class DeployedStack:
     outputs: dict[str, str]
     state_machine_arn: str
     functions: dict[str, str]  # logical id -> function name
+    build_limits: dict[str, int]  # CodeBuild project name -> its concurrent build limit
 
 
 def _zip_directory(directory: Path) -> bytes:
@@ -204,4 +205,7 @@ def _deploy(assembly: Path, region: str) -> DeployedStack:
     state_machine_arn = _create_state_machine(template, resources, bucket, region)
     functions = {k: resources[k] for k, r in template["Resources"].items()
                  if r["Type"] == "AWS::Lambda::Function" and k in resources}
-    return DeployedStack(outputs=outputs, state_machine_arn=state_machine_arn, functions=functions)
+    build_limits = {name: int(props["ConcurrentBuildLimit"]) for name, props in projects.items()
+                    if "ConcurrentBuildLimit" in props}
+    return DeployedStack(outputs=outputs, state_machine_arn=state_machine_arn, functions=functions,
+                         build_limits=build_limits)

@@ -154,6 +154,7 @@ class LocalRuntime:
             # The one port of this machine a sandboxed build may reach.
             self.codebuild.forward_port(urlsplit(self.s3_endpoint.url).port or 0)
             self.stack = deploy(assembly, REGION)
+            self.codebuild.build_limits = self.stack.build_limits
             self.github.start()
             undo.callback(self.github.stop)
             self._connect_receivers()

@@ -7,12 +7,17 @@ One run per fault, each armed for its own run's calls only, so runs of other tes
 runtime neither take the throttle nor count in what is asserted."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from infra.local.metrics import emitted_metrics, summarize
+from tests.samples import write_sample_repository
 
 pytestmark = pytest.mark.reliability
 
+SLOW_SUITE_S = 10  # the suite of the run that holds the build limit: long enough for another to meet it
+BUILD_STARTS_WITHIN_S = 120
 REFUSED = 2  # within every retry budget: the SDK's four attempts, the state machine's MaxAttempts 2
 # The fault, and where the throttled call is made: by a function's client, whose retries and
 # report are the functions' own (the service as botocore names it in the Throttled metric); or
@@ -69,3 +74,29 @@ def test_a_throttled_call_is_retried_and_recorded_and_the_run_completes_once(dri
     assert [n for k, n in runtime.github.pulls_by_key().items() if k.startswith(f"{run_id}/")] == [1]
     assert sorted(n for k, n in runtime.notifications_by_key().items() if k and k.startswith(f"{run_id}/")) == [1, 1]
     assert ledger["run"]["executions"] == [f"{run_id}-start"]
+
+
+def test_a_project_at_its_concurrent_build_limit_refuses_a_build_and_verify_starts_it_when_there_is_room(
+        driver, runtime, tmp_path, monkeypatch):
+    """CodeBuild refuses, not queues, a build past the project's concurrent build limit
+    (`testBuildConcurrency`): the local runner does too, and verify waits for room."""
+    project = runtime.output("TestBuildProjectName")
+    monkeypatch.setitem(runtime.codebuild.build_limits, project, 1)
+    slow = write_sample_repository(tmp_path / "slow")
+    (slow / "tests" / "test_slow.py").write_text(f"import time\n\n\ndef test_slow():\n    time.sleep({SLOW_SUITE_S})\n")
+    reported_before = _throttles_reported(runtime, "codebuild")
+
+    holding = driver.start(slow)
+    deadline = time.monotonic() + BUILD_STARTS_WITHIN_S
+    while not runtime.codebuild.builds_for(holding, "execute") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [held] = runtime.codebuild.builds_for(holding, "execute")  # the test writer's build, which runs the suite
+    waiting = driver.start(write_sample_repository(tmp_path / "quick"))
+
+    assert driver.wait(waiting)["run"]["status"] == "awaiting_review"
+    assert driver.wait(holding)["run"]["status"] == "awaiting_review"
+    assert held.done.is_set()
+    assert _throttles_reported(runtime, "codebuild") > reported_before
+    # Refused, then started once: never two builds of a stage.
+    assert [len(runtime.codebuild.builds_for(run_id, stage)) for run_id in (holding, waiting)
+            for stage in ("execute", "verify")] == [1, 1, 1, 1]
