@@ -22,6 +22,7 @@ TASKS = {name: state for name, state in STATES.items() if state["Type"] == "Task
 LOCK_WAIT = EffectInProgressError.__name__
 # A write sent without an answer is re-checked (never resent) by the effect states' own retry.
 RECHECK = EffectUnconfirmedError.__name__
+THROTTLED_INVOKE = "Lambda.TooManyRequestsException"
 EFFECT_TASKS = {name for name, state in TASKS.items()
                 if any(LOCK_WAIT in retry["ErrorEquals"] for retry in state.get("Retry", []))}
 # No payload names its stage (no handler reads one): a task's stage is the one its failure is charged to.
@@ -37,7 +38,12 @@ def test_every_task_retries_the_transient_errors_the_policy_names(name: str) -> 
     retries = TASKS[name]["Retry"]
     waits_for_a_person = TASKS[name]["Resource"].endswith(".waitForTaskToken")
     expected = RETRYABLE_ERRORS - {LOCK_WAIT} - (REVIEW_WAIT_TIMEOUTS if waits_for_a_person else set())
-    assert set(retries[0]["ErrorEquals"]) == expected
+    # A throttled invoke first, with a longer budget: a quota binding under load lasts longer than a
+    # fault (the README's capacity model).
+    throttled, general = retries[0], retries[1]
+    assert throttled["ErrorEquals"] == [THROTTLED_INVOKE]
+    assert throttled["MaxAttempts"] > general["MaxAttempts"] and throttled["JitterStrategy"] == "FULL"
+    assert set(general["ErrorEquals"]) | {THROTTLED_INVOKE} == expected
     assert {"Sandbox.Timedout", "Lambda.Unknown"} <= expected
     retried = {error for retry in retries for error in retry["ErrorEquals"]}
     assert retried <= RETRYABLE_ERRORS | {RECHECK}
