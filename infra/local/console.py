@@ -96,7 +96,7 @@ class Console:
         self._sign_ins: dict[str, LocalPrincipal] = {}  # sha256 of a token -> whom it signs in
         self._sessions: dict[str, _Session] = {}  # sha256 of a session id -> the session
         self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()  # execution name -> its history
-        self._ledger = LedgerStore(runtime.output("LedgerTableName"), boto3.resource("dynamodb", region_name=REGION))
+        self._ledger_store: LedgerStore | None = None
 
     def sign_in_links(self, base_url: str) -> dict[str, str]:
         """A fresh one-time sign-in link for each local principal, by duty."""
@@ -195,11 +195,18 @@ class Console:
         if not re.fullmatch(RUN_ID_PATTERN, run_id):
             return _error(HTTPStatus.BAD_REQUEST, "not a run id")
         try:
-            run = self._ledger.get_run(run_id)
+            run = self._ledger().get_run(run_id)
         except RunNotFoundError as error:
             return _error(HTTPStatus.NOT_FOUND, str(error))
         executions = [self._execution(name) for name in run.executions]
         return _json(HTTPStatus.OK, {"run_id": run_id, "executions": executions})
+
+    def _ledger(self) -> LedgerStore:
+        """The ledger's table, once the runtime has deployed it (`serve` makes the server before)."""
+        if self._ledger_store is None:
+            self._ledger_store = LedgerStore(self.runtime.output("LedgerTableName"),
+                                             boto3.resource("dynamodb", region_name=REGION))
+        return self._ledger_store
 
     def _execution(self, name: str) -> dict[str, Any]:
         """An execution's status and events. An ended execution's history never changes again, so
