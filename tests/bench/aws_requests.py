@@ -138,7 +138,13 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
     completed = measured.run.status == "complete"
     figure = f"{total_warm} / {total_floor} = {ratio(total_warm, total_floor)}" if completed \
         else f"run ended {measured.run.status}"
-    table.target(figure, Target(goal(target_ratio), completed and total_warm <= target_ratio * total_floor))
+    met = completed and total_warm <= target_ratio * total_floor
+    table.target(figure, Target(goal(target_ratio), met))
+    if completed and not met:
+        above = sorted(((warm[service] - floor.get(service, 0), service) for service in services), reverse=True)
+        table.notes.append("missed because: " + ", ".join(
+            f"{SERVICES.get(service, service)} {excess} above its floor" for excess, service in above if excess > 0)
+            + " (by function below; README, Performance)")
     shape = measured.shape
     table.notes.append(
         f"floor for this run's shape: I={shape.invocations} invocations, X={shape.executions} execution(s), "

@@ -88,6 +88,10 @@ def table(measured: list[Measured], largest: int, inspect_target_s: float) -> Ta
     else:
         result.target(at_largest.status, Target(end_to_end, at_largest.status == "complete"))
         result.target(f"{at_largest.inspect_s:.2f} s", Target(inspect, 0 < at_largest.inspect_s <= inspect_target_s))
+        if at_largest.inspect_s > inspect_target_s:
+            result.notes.append(f"inspect missed because: it parses each of the {largest:,} files' Python modules and "
+                                "reads their docstring examples on a first run (a second run of the same tree "
+                                "parses only what changed)")
     result.notes.extend(f"{row.files:,} files handed to a person at {row.handoff}" for row in measured if row.handoff)
     result.notes.append("peak and held after are on top of the resident set before the run; verify is its "
                         "invocations' time, not the build's (the Wait states between polls are not in it)")
