@@ -57,9 +57,10 @@ def handoff_reason(view: Mapping[str, Any], with_message: bool = True) -> str | 
     handoff = view.get("handoff")
     if view["run"]["status"] != NEEDS_PERSON or not handoff:
         return None
-    stage = handoff["attempted"].get("stage") or handoff["kind"]
-    reason = f"{stage}: {handoff['response']['error']}"
-    return f"{reason}: {handoff['response']['message'][:160]}" if with_message else reason
+    details = handoff["details"]  # the handoff decision's details: what was attempted, what came back
+    stage = details["attempted"].get("stage") or details["kind"]
+    reason = f"{stage}: {details['response']['error']}"
+    return f"{reason}: {details['response']['message'][:160]}" if with_message else reason
 
 
 def build_seconds(view: Mapping[str, Any], execution: str | None = None) -> float:
