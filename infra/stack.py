@@ -83,7 +83,7 @@ class AgentLedgerStack(Stack):
             max_replans=max_replans,
             workspace_retention_hours=workspace_retention_hours,
         )
-        workflow = Workflow(self, "Workflow", functions=functions)
+        workflow = Workflow(self, "Workflow", functions=functions, build_sandbox=build_sandbox)
         functions.connect_state_machine(workflow.state_machine)
         api = Api(self, "Api", handler=functions.api)
         access = AccessPolicies(self, "Access", rest_api=api.rest_api)

@@ -144,6 +144,20 @@ class ExecutionSettings(FunctionSettings):
     state_machine_arn: str = Field(validation_alias="STATE_MACHINE_ARN", min_length=1)
 
 
+class BuildWaitTableSettings(FunctionSettings):
+    """A function that parks or answers the stages' waits for their test builds."""
+
+    build_wait_table: str = Field(validation_alias="BUILD_WAIT_TABLE_NAME", min_length=1)
+
+
+class BuildWatchSettings(BuildWaitTableSettings):
+    """Parks a stage's wait for its build, and looks at the build's status once parked."""
+
+
+class BuildEndedSettings(BuildWaitTableSettings, ExecutionSettings):
+    """Answers the waits on a build that ended (CodeBuild's state-change event)."""
+
+
 class IdempotencySettings(FunctionSettings):
     """A function that keeps Powertools idempotency records."""
 

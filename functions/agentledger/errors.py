@@ -39,6 +39,15 @@ class TransientError(LedgerError):
     """A failure worth retrying as it is (throttling, a timeout talking to a dependency)."""
 
 
+class BuildQueueTimeoutError(LedgerError):
+    """The build service had no room to start a stage's build for longer than a build may queue."""
+
+
+class BuildWaitNotNeededError(LedgerError):
+    """The build a stage would wait for has already ended (or is not there): the state machine
+    goes back to the stage at once, which reads it."""
+
+
 class VerificationFailedError(LedgerError):
     """The test command ran and failed: a person has to look at the generated tests."""
 

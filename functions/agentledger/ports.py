@@ -92,18 +92,48 @@ class ExecutionPort(Protocol):
     def heartbeat(self, task_token: str) -> bool: ...
 
 
-class BuildPort(Protocol):
+class BuildStatusPort(Protocol):
+    def status(self, build_id: str) -> BuildStatus | None:
+        """None when no such build is known."""
+
+
+class BuildPort(BuildStatusPort, Protocol):
     """Test builds in a sandbox: CodeBuild on AWS, the local runtime's subprocess sandbox locally."""
 
     def start(self, request: BuildRequest) -> str | None:
         """Start a build; its id, or None when the build service takes no more builds for now (at
         CodeBuild's concurrent-build limit, its queue full): nothing started, start it again later."""
 
-    def status(self, build_id: str) -> BuildStatus | None:
-        """None when no such build is known."""
-
     def find(self, test_run: str) -> str | None:
         """The id of a build already started for `test_run` ("<run id>/<input digest>"), if any."""
+
+
+@dataclass(frozen=True)
+class BuildWait:
+    """A stage's state-machine task parked until its build ends (`build_id`), or, when the build
+    service had no room to start it (`build_id` None), until another build ends and frees some.
+    `queued_at` is when the build was asked for: room goes to the longest waiting first."""
+
+    run_id: str
+    stage: Stage
+    task_token: str
+    queued_at: str
+    build_id: str | None = None
+
+
+class BuildWaitPort(Protocol):
+    """The parked build waits (a DynamoDB table on AWS): one per run, stage and build, the
+    latest parking of each replacing the one before."""
+
+    def park(self, wait: BuildWait, expires_in_s: int) -> None: ...
+
+    def take(self, wait: BuildWait) -> bool:
+        """Remove this parking; False when another caller took it first (or a newer one replaced it)."""
+
+    def waiting_for(self, build_id: str) -> list[BuildWait]: ...
+
+    def waiting_for_room(self, limit: int) -> list[BuildWait]:
+        """The oldest waits for room, longest waiting first."""
 
 
 class SourcePort(Protocol):

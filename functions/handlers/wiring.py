@@ -18,7 +18,8 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from agentledger import metric_names
-from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
+from agentledger.adapters.codebuild import CodeBuildBuilds, CodeBuildStatus, SecretParameters
+from agentledger.adapters.dynamodb_build_waits import BuildWaitTable
 from agentledger.adapters.dynamodb_ledger import LedgerStore
 from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests, SnsNotifications
 from agentledger.adapters.repositories import SourceResolver
@@ -35,7 +36,9 @@ from agentledger.agent import (
 )
 from agentledger.config import (
     ApiSettings,
+    BuildEndedSettings,
     BuildSettings,
+    BuildWatchSettings,
     EffectSettings,
     FunctionSettings,
     KeeperSettings,
@@ -47,6 +50,7 @@ from agentledger.effects import EffectRunner
 from agentledger.ports import Receiver
 from agentledger.service import RunService
 from agentledger.workflow import Workflow
+from agentledger.workflow.build_waits import BuildEnds, BuildParking
 
 logger = Logger()
 tracer = Tracer()
@@ -126,11 +130,15 @@ def lambda_handler(settings: type[FunctionSettings], model: type[BaseModel] | No
     return decorate
 
 
-@lru_cache(maxsize=8)
-def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, SourceResolver]:
+def _dynamodb() -> Any:
     dynamodb = boto3.resource("dynamodb", config=RETRY_CONFIG)
     report_throttles(dynamodb.meta.client, _record_throttle)
-    ledger = LedgerStore(settings.ledger_table, dynamodb)
+    return dynamodb
+
+
+@lru_cache(maxsize=8)
+def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, SourceResolver]:
+    ledger = LedgerStore(settings.ledger_table, _dynamodb())
     s3 = _client("s3")
     # Links and upload grants are SigV4 (S3 no longer takes SigV2 for new buckets), on loopback locally.
     links = _client("s3", endpoint_url=settings.artifact_link_endpoint, config=Config(signature_version="s3v4"))
@@ -143,13 +151,26 @@ def _stores(settings: FunctionSettings) -> tuple[LedgerStore, ArtifactStore, Sou
 @lru_cache(maxsize=8)
 def workflow(settings: WorkflowSettings) -> Workflow:
     ledger, artifacts, sources = _stores(settings)
+    executions = (ExecutionControl(settings.state_machine_arn, _client("stepfunctions"))
+                  if isinstance(settings, KeeperSettings) else None)
     builds = (CodeBuildBuilds(settings.test_build_project, _client("codebuild"),
                               SecretParameters(_client("ssm"), settings.output_grant_path,
                                                settings.output_grant_key))
               if isinstance(settings, BuildSettings) else None)
-    executions = (ExecutionControl(settings.state_machine_arn, _client("stepfunctions"))
-                  if isinstance(settings, KeeperSettings) else None)
     return Workflow(settings, ledger, artifacts, sources, _agent(settings), executions, sink, builds)
+
+
+@lru_cache(maxsize=8)
+def build_parking(settings: BuildWatchSettings) -> BuildParking:
+    ledger, _, _ = _stores(settings)
+    return BuildParking(ledger, CodeBuildStatus(_client("codebuild")),
+                        BuildWaitTable(settings.build_wait_table, _dynamodb()))
+
+
+@lru_cache(maxsize=8)
+def build_ends(settings: BuildEndedSettings) -> BuildEnds:
+    return BuildEnds(BuildWaitTable(settings.build_wait_table, _dynamodb()),
+                     ExecutionControl(settings.state_machine_arn, _client("stepfunctions")))
 
 
 def _agent(settings: WorkflowSettings) -> Agent:

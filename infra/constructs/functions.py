@@ -71,6 +71,10 @@ class FunctionSpec:
     writes_to_github: bool = False
     # Starts and watches the test builds of the build sandbox.
     starts_test_builds: bool = False
+    # Reads the status of the sandbox's test builds, and nothing else of them.
+    reads_test_builds: bool = False
+    # Parks or answers the stages' waits for their test builds (the build wait table).
+    build_waits: bool = False
     # Applies people's review decisions, so it enforces separation of duties.
     decides_reviews: bool = False
     # Signs upload grants (presigned POSTs) for repository tarballs under UPLOAD_PREFIX.
@@ -145,6 +149,26 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         # Packages the inputs and reads back the results; the suite itself runs in a build.
         memory_mb=512,
         starts_test_builds=True,
+    ),
+    FunctionSpec(
+        "WatchBuildFunction", "handlers.builds.watch", 20,
+        # Parks a stage's wait for its build, and looks at the build once parked. It answers no
+        # task itself (a build already over fails its invocation, which the state machine catches).
+        artifacts=Access.NONE,
+        ledger=Access.READ,
+        runs_workflow=False,
+        reads_test_builds=True,
+        build_waits=True,
+    ),
+    FunctionSpec(
+        "BuildEndedFunction", "handlers.builds.ended", 20,
+        # CodeBuild's state-change event: answers the waits on the build, and offers its room.
+        ledger=Access.NONE,
+        artifacts=Access.NONE,
+        workflow_control=WorkflowControl.RESPOND_TO_TASKS,
+        state_machine_task=False,
+        runs_workflow=False,
+        build_waits=True,
     ),
     FunctionSpec(
         "RequestReviewFunction", "handlers.review.request", 20,
@@ -256,6 +280,7 @@ class Functions(Construct):
         self._idempotency_environment = {"IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name}
         self._cursor_environment = {"CURSOR_SIGNING_SECRET_ARN": storage.cursor_signing_key.secret_arn,
                                     "AGENTLEDGER_ARTIFACT_LINK_SECONDS": str(artifact_link_seconds)}
+        self._build_wait_environment = {"BUILD_WAIT_TABLE_NAME": storage.build_wait_table.table_name}
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._notification_environment = {"NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn}
         self._github_environment = {
@@ -275,6 +300,10 @@ class Functions(Construct):
     @property
     def review_keeper(self) -> lambda_.Function:
         return self.by_name["ReviewKeeperFunction"]
+
+    @property
+    def build_ended(self) -> lambda_.Function:
+        return self.by_name["BuildEndedFunction"]
 
     @property
     def state_machine_tasks(self) -> dict[str, lambda_.Function]:
@@ -344,6 +373,7 @@ class Functions(Construct):
                 **(self._notification_environment if spec.notifies else {}),
                 **(self._github_environment if spec.writes_to_github else {}),
                 **(self._build_environment if spec.starts_test_builds else {}),
+                **(self._build_wait_environment if spec.build_waits else {}),
                 **(self._review_environment if spec.decides_reviews else {}),
                 **(self._cursor_environment if spec.signs_cursors else {}),
             },
@@ -374,6 +404,9 @@ class Functions(Construct):
                 )
             )
             self._build_sandbox.grant_start(role)
+        if spec.reads_test_builds:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["codebuild:BatchGetBuilds"], resources=[self._build_sandbox.project.project_arn]))
         _acknowledge_wildcard(
             role, "*", "X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level permissions."
         )
@@ -384,6 +417,8 @@ class Functions(Construct):
             _grant_table(self._storage.ledger_table, role, _LEDGER_ACTIONS[spec.ledger], has_indexes=True)
         if spec.idempotency is not Access.NONE:
             _grant_table(self._storage.idempotency_table, role, _IDEMPOTENCY_ACTIONS, has_indexes=False)
+        if spec.build_waits:
+            _grant_table(self._storage.build_wait_table, role, _BUILD_WAIT_ACTIONS, has_indexes=False)
         _grant_bucket(self._storage.artifact_bucket, role, spec.artifacts)
         if spec.grants_uploads:
             # A presigned POST carries its signer's permissions: PutObject under the upload prefix only.
@@ -414,6 +449,8 @@ _LEDGER_ACTIONS = {
     Access.READ: ["dynamodb:GetItem", "dynamodb:Query"],
     Access.READ_WRITE: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
 }
+# The build waits: parked (PutItem), taken once (a conditional DeleteItem), read by build (Query).
+_BUILD_WAIT_ACTIONS = ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"]
 # Powertools idempotency: reads, puts and updates its record, and deletes it when the call failed.
 _IDEMPOTENCY_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 

@@ -1,4 +1,5 @@
-"""Durable state: the run ledger, the Powertools idempotency records and the artifact store."""
+"""Durable state: the run ledger, the Powertools idempotency records, the parked build waits and
+the artifact store."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ LEDGER_INDEXES = {
     "by_time": ("entity", "created_key"),
 }
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"  # Powertools' default expiry attribute
+BUILD_WAIT_TTL_ATTRIBUTE = "expires_at"  # adapters/dynamodb_build_waits.py
 NONCURRENT_ARTIFACT_RETENTION = Duration.days(30)
 ACCESS_LOG_RETENTION = Duration.days(365)
 INCOMPLETE_UPLOAD_TIMEOUT = Duration.days(1)
@@ -75,6 +77,16 @@ class Storage(Construct):
             "IdempotencyTable",
             partition_key=_string("id"),
             time_to_live_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
+            **_protected_table_props(),
+        )
+
+        # Stages parked until their test build ends, or until room frees to start it.
+        self.build_wait_table = dynamodb.Table(
+            self,
+            "BuildWaitTable",
+            partition_key=_string("pk"),
+            sort_key=_string("sk"),
+            time_to_live_attribute=BUILD_WAIT_TTL_ATTRIBUTE,
             **_protected_table_props(),
         )
 

@@ -1,4 +1,5 @@
-"""The run state machine, loaded from statemachines/run.asl.json, and the review keeper's schedule."""
+"""The run state machine, loaded from statemachines/run.asl.json, the review keeper's schedule, and
+the rule that tells waiting stages their test build ended."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from agentledger.adapters.codebuild import BUILD_STATE_CHANGE, ENDED_BUILD_STATUSES
 from infra import STATE_MACHINE_FILE
+from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.functions import LOG_RETENTION, Functions, wildcard_resource_finding
 
 DEFINITION_FILE = STATE_MACHINE_FILE
@@ -22,7 +25,8 @@ class Workflow(Construct):
     output: the review task's parameters carry its task token (sendTaskSuccess with it is a
     decision), and the ledger holds the data a reader needs, behind the API's authorization."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, functions: Functions) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, functions: Functions,
+                 build_sandbox: BuildSandbox) -> None:
         super().__init__(scope, construct_id)
         tasks = functions.state_machine_tasks
 
@@ -65,4 +69,18 @@ class Workflow(Construct):
             description="Heartbeat pending reviews and fail the stale ones",
             schedule=events.Schedule.rate(REVIEW_KEEPER_INTERVAL),
             targets=[targets.LambdaFunction(functions.review_keeper)],
+        )
+
+        # A stage waiting for its test build is parked on a task token; the build's end answers it.
+        events.Rule(
+            self,
+            "TestBuildEnded",
+            description="Answer the stages waiting for a test build that ended, and offer its room",
+            event_pattern=events.EventPattern(
+                source=["aws.codebuild"],
+                detail_type=[BUILD_STATE_CHANGE],
+                detail={"project-name": [build_sandbox.project.project_name],
+                        "build-status": list(ENDED_BUILD_STATUSES)},
+            ),
+            targets=[targets.LambdaFunction(functions.build_ended, retry_attempts=8)],
         )

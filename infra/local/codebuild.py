@@ -37,11 +37,13 @@ import tempfile
 import threading
 import time
 import traceback
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ from moto.core.exceptions import JsonRESTError
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ssm.models import ssm_backends
 
+from agentledger.adapters.codebuild import BUILD_STATE_CHANGE
 from agentledger.testrun import driver as build_driver
 from agentledger.testrun.driver import INHERITED_VARIABLES, kill_tree
 from agentledger.testrun.layout import CACHE_VARIABLE, DRIVER_FILE, TEST_RUN_VARIABLE
@@ -133,6 +136,8 @@ class LocalCodeBuild:
         # A project's concurrent build limit (its ConcurrentBuildLimit), set once it is deployed;
         # moto keeps no such field.
         self.build_limits: dict[str, int] = {}
+        # Where a build's end is announced, as CodeBuild sends its state-change event to EventBridge.
+        self.on_ended: Callable[[dict[str, Any]], None] | None = None
 
     # -- what tests and people look at ------------------------------------------------------
     def builds_for(self, run_id: str, stage: str = "verify") -> list[LocalBuild]:
@@ -290,6 +295,8 @@ class LocalCodeBuild:
             build.record.update(buildStatus="STOPPED" if build.stopped else status, currentPhase="COMPLETED",
                                 endTime=iso_8601_datetime_with_milliseconds(), buildComplete=True)
             build.done.set()
+            if self.on_ended is not None:
+                self.on_ended(state_change_event(build.record))
 
     @contextmanager
     def _place(self, build: LocalBuild) -> Iterator[_Place]:
@@ -512,6 +519,20 @@ class _Sandboxed(_Place):
     def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
         return _SandboxedPhase(SandboxedProcess(self.spec, script, env, mounts, self.runner.forwarded_port,
                                                 network=True, stdout=log))
+
+
+def state_change_event(record: dict[str, Any]) -> dict[str, Any]:
+    """The EventBridge event CodeBuild sends when a build ends (the fields the stack's rule and
+    BuildEndedFunction read, and the envelope every event has)."""
+    arn = record["arn"]
+    _, _, _, region, account, _ = arn.split(":", 5)
+    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": BUILD_STATE_CHANGE, "source": "aws.codebuild",
+            "account": account, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": region,
+            "resources": [arn],
+            "detail": {"build-status": record["buildStatus"], "project-name": record["projectName"],
+                       "build-id": arn, "current-phase": "COMPLETED", "version": "1",
+                       "additional-information": {"build-complete": True, "start-time": str(record.get("startTime")),
+                                                  "end-time": record.get("endTime")}}}
 
 
 def _stage_of(marker: str, run_id: str) -> str | None:

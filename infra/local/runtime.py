@@ -28,6 +28,7 @@ from agentledger.service import ErrorBody
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale
 from .codebuild import LocalCodeBuild
 from .deploy import DeployedStack, deploy
+from .event_rules import LocalEventRules
 from .faults import CrashSwitchboard
 from .github_receiver import LocalGitHub
 from .principals import DUTIES, LocalPrincipal, create_principals
@@ -38,6 +39,7 @@ from .throttles import ThrottleSwitchboard
 REGION = "us-east-1"
 API_HANDLER = "handlers.api.handler"
 KEEPER_HANDLER = "handlers.review.keep_alive"
+BUILD_ENDED_HANDLER = "handlers.builds.ended"
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 LOCAL_GITHUB_TOKEN = "local-github-token"
 LOCAL_GITHUB_REPOSITORY = "local/agentledger-demo"
@@ -46,11 +48,11 @@ NOTIFICATION_QUEUE = "agentledger-notifications-local.fifo"
 BEDROCK_PROFILE_VARIABLE = "AGENTLEDGER_BEDROCK_PROFILE"
 BEDROCK_ENDPOINTS = r"https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/.*"
 # Invocations running at once (lambda_bridge says why): the stage functions one at a time, and the
-# API and the review keeper each in a slot of its own. A stage function that invoked another and
+# API, the review keeper and the build-ended events each in a slot of its own. A stage function that invoked another and
 # waited for its answer would wait for ever here; none does (they hand work on through the state
 # machine).
 STAGE_CONCURRENCY = 1
-RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1}
+RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1, BUILD_ENDED_HANDLER: 1}
 # What the functions sign with, as a Lambda function signs with its role's credentials: a key no
 # one else holds, so the loopback S3 endpoint can take the links and grants they sign and nothing
 # else (a fixed key, like moto's own, would let any local process sign its own). One per process:
@@ -169,6 +171,9 @@ class LocalRuntime:
                                                             Environment={"Variables": variables})
             for handler, slots in RESERVED_CONCURRENCY.items():
                 self.invocation_slots.reserve(self.function_name(handler), slots)
+            rules = LocalEventRules(self.client("events"), self._invoke_function)
+            self.codebuild.on_ended = rules.put
+            undo.callback(self._close_event_rules, rules)
             self._undo = undo.pop_all()
         return self
 
@@ -265,6 +270,16 @@ class LocalRuntime:
 
     def function_name(self, handler: str) -> str:
         return self._function_by_handler[handler]
+
+    def _close_event_rules(self, rules: LocalEventRules) -> None:
+        rules.closed = True
+        self.codebuild.on_ended = None
+
+    def _invoke_function(self, function_name: str, event: dict[str, Any]) -> str | None:
+        """An event rule's target: the function's error message if it failed."""
+        response = self.client("lambda").invoke(FunctionName=function_name, Payload=json.dumps(event))
+        payload = response["Payload"].read()
+        return payload.decode(errors="replace") if response.get("FunctionError") else None
 
     def invoke(self, handler: str, event: dict[str, Any]) -> tuple[Any, str | None]:
         """Invoke a deployed function through moto's Lambda API; returns (payload, function error)."""

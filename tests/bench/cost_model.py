@@ -23,26 +23,27 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentledger.workflow.builds import POLL_MAX_SECONDS, POLL_MIN_SECONDS
-
 from .report import Table, Target, ratio
 from .request_counter import SERVICES, Request
-from .timeline import DEFINITION
+from .timeline import BUILD_WAIT_STATES, DEFINITION
 
 PRICES_FILE = Path(__file__).with_name("prices.json")
 RUNS_AT_SCALE = 1_000
 GB = 2**30  # AWS bills storage and data in binary gigabytes
-TRANSITIONS_PER_POLL = 3  # the Wait, the task that looks at the build again, the Choice after it
+TRANSITIONS_PER_LOOK = 3  # the wait (a Wait state, or the parked task), the stage's task again, its Choice
 CODEBUILD_BUILD_S = 600  # a build's time on CodeBuild for the polling projection: queue, provisioning, suite
+# How the stages looked at a running build before its end woke them (releases up to 2026-12-06): after
+# a quarter of the time waited so far, within these bounds, for the polling projection.
+FORMER_POLL_BOUNDS_S = (2, 30)
 DURABLE_RETENTION_DAYS = 14  # Lambda durable functions' default retention of a closed execution
 DAYS_PER_MONTH = 30
 HOURS_PER_MONTH = 730  # as AWS prorates a monthly price by the hour
 KEEPER_INTERVAL_MINUTES = 5  # infra/constructs/workflow.py REVIEW_KEEPER_INTERVAL
 KEEPER_PASSES_A_WEEK = 7 * 24 * 60 // KEEPER_INTERVAL_MINUTES
 SUBTOTAL = "workflow, one run"
-# The task states a Wait state sends back to: each entry after the first is a look at a running build.
-POLLED_STATES = frozenset(state["Next"] for state in json.loads(DEFINITION.read_text())["States"].values()
-                          if state["Type"] == "Wait")
+# The stage states a build wait sends back to, and the build waits: what one look at a build invokes.
+LOOK_STATES = BUILD_WAIT_STATES | frozenset(json.loads(DEFINITION.read_text())["States"][name]["Next"]
+                                            for name in BUILD_WAIT_STATES)
 
 # The price row of a request, by service (botocore's hyphenated id): the operations priced apart from
 # the service's default, then the default. A service missing here is reported as not priced.
@@ -99,7 +100,7 @@ class RunUsage:
     executions: int
     invocations: tuple[BilledInvocation, ...]  # Step Functions', each attempt
     api_invocations: int  # API Gateway's: requests only, no history times them
-    waits: int  # Wait states entered: each one a poll of a running build
+    waits: int  # Wait states entered and build waits parked: each build wait one look at a running build
     tokens: int  # task tokens handed out: a review waiting for a person
     build_seconds: tuple[float, ...]  # each test build
     stored_bytes: int  # in S3 under the run's prefix
@@ -248,11 +249,12 @@ def alternatives(usage: RunUsage, prices: dict[str, Price]) -> list[Alternative]
 
 
 def polls_per_build(build_s: float) -> int:
-    """How often verify and execute look at a build that takes `build_s`: the interval they choose
-    (agentledger/workflow/builds.py) is a quarter of the time waited so far, within its bounds."""
+    """How often verify and execute looked at a build that takes `build_s` when they polled it
+    (FORMER_POLL_BOUNDS_S): a quarter of the time waited so far, within the bounds."""
+    shortest, longest = FORMER_POLL_BOUNDS_S
     waited, polls = 0.0, 0
     while waited < build_s:
-        waited += int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, waited / 4)))
+        waited += int(max(shortest, min(longest, waited / 4)))
         polls += 1
     return polls
 
@@ -291,7 +293,7 @@ def _cost_table(usage: RunUsage, keeper: KeeperPass, prices: dict[str, Price]) -
         f"largest line of the workflow: {SERVICE_NAMES.get(largest.service, largest.service)} "
         f"{largest.item}, ${largest.usd:.6f} a run ({_share(largest.usd, workflow_usd)} of it); the test builds "
         f"are {builds_usd / workflow_usd:.1f}x the workflow" if workflow_usd else "the workflow cost nothing")
-    table.notes.extend(_polling_notes(usage, prices, workflow_usd))
+    table.notes.extend(_build_wait_notes(usage, prices, workflow_usd))
     table.notes.append(
         f"the review wait: its token task must hear a heartbeat every 15 minutes, and the review keeper sends "
         f"one for each pending review every {KEEPER_INTERVAL_MINUTES} minutes, {KEEPER_PASSES_A_WEEK:,} in a week. "
@@ -321,24 +323,27 @@ def _cost_table(usage: RunUsage, keeper: KeeperPass, prices: dict[str, Price]) -
     return table
 
 
-def _polling_notes(usage: RunUsage, prices: dict[str, Price], workflow_usd: float) -> list[str]:
-    """What looking at a running build costs: a poll is a Wait, the task again and its Choice, and
-    the task's invocation; here the local builds take seconds, on CodeBuild minutes."""
+def _build_wait_notes(usage: RunUsage, prices: dict[str, Price], workflow_usd: float) -> list[str]:
+    """What waiting for a build costs: a look is the parked task, the stage's task again and its
+    Choice, with their invocations and the one of the build's end. A build's end answers its parked
+    task, so a build is looked at once however long it runs; polled, as before, it was looked at
+    every few seconds to every 30 s, which on CodeBuild, where builds take minutes, added up."""
     if not usage.waits:
         return []
-    polled = [invocation for invocation in usage.invocations if invocation.state in POLLED_STATES]
-    per_poll = (TRANSITIONS_PER_POLL * prices["sfn-state-transition"].usd + prices["lambda-request"].usd
+    looks = [invocation for invocation in usage.invocations if invocation.state in LOOK_STATES]
+    per_look = (TRANSITIONS_PER_LOOK * prices["sfn-state-transition"].usd + 3 * prices["lambda-request"].usd
                 + sum(invocation.gb_seconds * prices[f"lambda-gb-second-{invocation.architecture}"].usd
-                      for invocation in polled) / len(polled))
+                      for invocation in looks) / max(len(looks), 1))
     polls = polls_per_build(CODEBUILD_BUILD_S)
     builds = max(len(usage.build_seconds), 1)
-    polling_usd, rest_usd = builds * polls * per_poll, workflow_usd - usage.waits * per_poll
+    waited_usd, polling_usd = usage.waits * per_look, builds * polls * per_look
     minutes_usd = math.ceil(CODEBUILD_BUILD_S / 60) * builds * prices["codebuild-general1-small-minute"].usd
-    return [f"polling the builds: {usage.waits} polls here, ${usage.waits * per_poll:.6f} "
-            f"({_share(usage.waits * per_poll, workflow_usd)} of the workflow); on CodeBuild, where a build takes "
-            f"minutes, a {CODEBUILD_BUILD_S // 60}-minute build is polled {polls} times: ${polls * per_poll:.6f} a "
-            f"build, ${polling_usd:.6f} a run of {builds} build(s), {ratio(polling_usd, rest_usd)} the rest of the "
-            f"workflow (against ${minutes_usd:.4f} of build minutes)"]
+    return [f"waiting for the builds: {usage.waits} looks here, ${waited_usd:.6f} "
+            f"({_share(waited_usd, workflow_usd)} of the workflow), the same for a build of seconds or of hours: its "
+            f"end (CodeBuild's state-change event) wakes its stage. Polled, as before, a {CODEBUILD_BUILD_S // 60}-"
+            f"minute build was looked at {polls} times: ${polls * per_look:.6f} a build, ${polling_usd:.6f} a run of "
+            f"{builds} build(s), {ratio(polling_usd, waited_usd)} what its waits cost now (against ${minutes_usd:.4f} "
+            "of build minutes)"]
 
 
 def _alternatives_table(usage: RunUsage, prices: dict[str, Price]) -> Table:

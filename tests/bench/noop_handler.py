@@ -26,6 +26,8 @@ def load(steps: list[ReplayStep], stepfunctions: Any, token_field: str) -> None:
 def handler(event: dict[str, Any], context: Any) -> Any:
     with _lock:
         step = _script.popleft()
+    if step.error is not None:
+        raise type(step.error, (Exception,), {})("replayed")
     if step.token_answer is not None:
         # Answered at once, as a reviewer who approves without reading would: the engine's part of
         # a review is handing the token out and taking the answer in.

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agentledger.errors import BuildWaitNotNeededError
 from agentledger.states import Stage
 from infra import PROJECT_ROOT
 
@@ -28,6 +29,11 @@ def stages_of_tasks(definition: dict[str, Any]) -> dict[str, Stage]:
 
 
 STAGE_OF_TASK = stages_of_tasks(json.loads(DEFINITION.read_text()))
+# Token tasks that wait for a test build, not for a person: their time is waiting, as a Wait's was.
+BUILD_WAIT_STATES = frozenset(name for name, state in json.loads(DEFINITION.read_text())["States"].items()
+                              if state.get("Parameters", {}).get("FunctionName") == "${WatchBuildFunctionArn}")
+# What a build wait's invocation raises when the build ended before it parked; replayed as raised.
+NOT_NEEDED = BuildWaitNotNeededError.__name__
 
 
 @dataclass(frozen=True)
@@ -41,11 +47,11 @@ class Invocation:
 @dataclass
 class Timeline:
     total_s: float = 0.0
-    waiting_s: float = 0.0  # in Wait states: the interval the definition chose, not work
+    waiting_s: float = 0.0  # in Wait states and build waits: for an interval or a build, not work
     reviewer_s: float = 0.0  # a task token out with a person, from handing it over to the answer
     states_entered: int = 0
     retries: int = 0  # a task's invocations after its first, on the same entry into its state
-    waits: int = 0  # Wait states entered
+    waits: int = 0  # Wait states entered, and build waits parked
     tokens: int = 0  # task tokens handed out: waits for a person
     invocations: list[Invocation] = field(default_factory=list)
 
@@ -68,9 +74,11 @@ class Timeline:
 @dataclass(frozen=True)
 class ReplayStep:
     """What one Lambda invocation of a recorded run answered; for a token task, also the answer
-    the token got (the reviewer's)."""
+    the token got (the reviewer's, or the build's end). `error`: the invocation raised it instead
+    (a build wait whose build had already ended)."""
     output: Any
     token_answer: str | None = None
+    error: str | None = None
 
 
 def timeline(history: list[dict[str, Any]]) -> Timeline:
@@ -107,10 +115,19 @@ def timeline(history: list[dict[str, Any]]) -> Timeline:
         elif kind == "TaskSubmitted" and "token task" in opened:
             begun, stage, function = opened.pop("token task")
             result.invocations.append(Invocation(state, stage, _seconds(begun, at), function))
-            result.tokens += 1
-            opened["token"] = (at, stage, function)
+            if state in BUILD_WAIT_STATES:
+                result.waits += 1
+                opened["build wait"] = (at, stage, function)
+            else:
+                result.tokens += 1
+                opened["token"] = (at, stage, function)
+        elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut") and "build wait" in opened:
+            result.waiting_s += _seconds(opened.pop("build wait")[0], at)
         elif kind in ("TaskSucceeded", "TaskFailed", "TaskTimedOut") and "token" in opened:
             result.reviewer_s += _seconds(opened.pop("token")[0], at)
+        elif kind == "TaskFailed" and "token task" in opened:  # its invocation failed: nothing was handed out
+            begun, stage, function = opened.pop("token task")
+            result.invocations.append(Invocation(state, stage, _seconds(begun, at), function))
     return result
 
 
@@ -123,6 +140,8 @@ def replay_steps(history: list[dict[str, Any]]) -> list[ReplayStep]:
         kind = event["type"]
         if kind == "LambdaFunctionSucceeded":
             steps.append(ReplayStep(json.loads(event["lambdaFunctionSucceededEventDetails"]["output"])))
+        elif kind == "TaskFailed" and token_step is None and event["taskFailedEventDetails"]["error"] == NOT_NEEDED:
+            steps.append(ReplayStep(None, error=NOT_NEEDED))
         elif kind in ("LambdaFunctionFailed", "LambdaFunctionTimedOut", "TaskFailed", "TaskTimedOut"):
             raise ValueError(f"the recorded run has a failed task ({kind}); replay needs one without failures")
         elif kind == "TaskSubmitted" and _is_token_task(event):

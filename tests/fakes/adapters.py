@@ -15,7 +15,8 @@ from agentledger.errors import (
     RunAlreadyExistsError,
     RunNotFoundError,
 )
-from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus
+from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus, Stage
+from agentledger.ports import BuildWait
 from agentledger.records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.transitions import next_version
@@ -175,3 +176,40 @@ class RecordingMetrics:
 
     def seconds(self, name: str, value: float, stage: str | None = None) -> None:
         self.timings.append((name, value, stage))
+
+
+class InMemoryBuildWaits:
+    """The build wait table's semantics: one parking per run, stage and build (a newer replaces
+    it), taken once, the room waits read oldest first."""
+
+    def __init__(self) -> None:
+        self.parked: dict[tuple[str | None, str, str, Stage], BuildWait] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(wait: BuildWait) -> tuple[str | None, str, str, Stage]:
+        return wait.build_id, wait.queued_at, wait.run_id, wait.stage
+
+    def park(self, wait: BuildWait, expires_in_s: int) -> None:
+        with self._lock:
+            self.parked[self._key(wait)] = wait
+
+    def take(self, wait: BuildWait) -> bool:
+        with self._lock:
+            if self.parked.get(self._key(wait)) != wait:
+                return False
+            del self.parked[self._key(wait)]
+            return True
+
+    def waiting_for(self, build_id: str) -> list[BuildWait]:
+        with self._lock:
+            return [wait for key, wait in sorted(self.parked.items(), key=_order) if key[0] == build_id]
+
+    def waiting_for_room(self, limit: int) -> list[BuildWait]:
+        with self._lock:
+            return [wait for key, wait in sorted(self.parked.items(), key=_order) if key[0] is None][:limit]
+
+
+def _order(item: tuple[tuple[str | None, str, str, Stage], BuildWait]) -> tuple[str, str, str]:
+    _, queued_at, run_id, stage = item[0]
+    return queued_at, run_id, stage.value

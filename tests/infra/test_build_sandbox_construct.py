@@ -176,6 +176,9 @@ def test_only_the_stages_that_run_builds_control_builds_of_this_project(template
         if name in ("ExecuteFunction", "VerifyFunction"):  # writing tests, running the suite
             assert _actions(codebuild) == set(TEST_BUILD_ACTIONS)
             assert [s["Resource"] for s in codebuild] == [{"Fn::GetAtt": [project_id, "Arn"]}]
+        elif name == "WatchBuildFunction":  # a parked wait looks at its build's status, and only that
+            assert _actions(codebuild) == {"codebuild:BatchGetBuilds"}
+            assert [s["Resource"] for s in codebuild] == [{"Fn::GetAtt": [project_id, "Arn"]}]
         else:
             assert codebuild == [], name
     assert set(TEST_BUILD_ACTIONS) == {"codebuild:StartBuild", "codebuild:BatchGetBuilds",

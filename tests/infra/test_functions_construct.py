@@ -19,21 +19,25 @@ CONTRACT_FUNCTIONS = {
     "PlanFunction": ("handlers.stages.plan", 300),
     "ExecuteFunction": ("handlers.stages.execute", 300),
     "VerifyFunction": ("handlers.stages.verify", 120),
+    "WatchBuildFunction": ("handlers.builds.watch", 20),
+    "BuildEndedFunction": ("handlers.builds.ended", 20),
     "RequestReviewFunction": ("handlers.review.request", 20),
     "CompleteFunction": ("handlers.stages.complete", 300),
     "ClassifyFunction": ("handlers.control.classify", 60),
     "ReviewKeeperFunction": ("handlers.review.keep_alive", 60),
     "EffectFunction": ("handlers.effects.deliver", 15),
 }
-WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction"}
+WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction", "BuildEndedFunction"}
+BUILD_WAITERS = {"WatchBuildFunction", "BuildEndedFunction"}  # the build wait table's only users
+ARTIFACT_USERS = set(CONTRACT_FUNCTIONS) - BUILD_WAITERS
 ARTIFACT_READERS = {"ApiFunction", "AssessFunction", "ReviewKeeperFunction", "EffectFunction"}
 IDEMPOTENCY_USERS = {"ApiFunction", "EffectFunction", "RequestReviewFunction"}
 NOTIFIERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifies the reviewers
 GITHUB_WRITERS = {"EffectFunction"}  # tickets and pull requests: the only role that reads the token
 BUILD_STARTERS = {"ExecuteFunction", "VerifyFunction"}
-WORKFLOW_RUNNERS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "EffectFunction"}
+WORKFLOW_RUNNERS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "EffectFunction"} - BUILD_WAITERS
 GITHUB_ENVIRONMENT = {"GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_BASE_BRANCH", "GITHUB_TOKEN_SECRET_ARN"}
-STATE_MACHINE_TASKS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "ReviewKeeperFunction"}
+STATE_MACHINE_TASKS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "ReviewKeeperFunction", "BuildEndedFunction"}
 STATES_ACTIONS = {
     "states:StartExecution",
     "states:SendTaskSuccess",
@@ -134,7 +138,7 @@ def test_only_the_workflow_drivers_control_executions(function_actions, name: st
     granted = function_actions(name) & STATES_ACTIONS
     if name == "ApiFunction":
         assert granted == STATES_ACTIONS
-    elif name == "ReviewKeeperFunction":
+    elif name in ("ReviewKeeperFunction", "BuildEndedFunction"):  # answer tasks, start nothing
         assert granted == STATES_ACTIONS - {"states:StartExecution"}
     else:
         assert granted == set()
@@ -207,13 +211,15 @@ def test_only_stage_functions_write_artifacts(function_statements, logical_id, n
         assert [json.dumps(statement["Resource"]).endswith('"/repositories/*"]]}') for statement in writes] == [True]
     elif name in ARTIFACT_READERS:
         assert artifact_actions == {"s3:ListBucket", "s3:GetObject"}
+    elif name in BUILD_WAITERS:
+        assert artifact_actions == set()
     else:
         assert artifact_actions == {"s3:ListBucket", "s3:GetObject", "s3:PutObject"}
         writes = [statement for statement in function_statements(name) if "s3:PutObject" in str(statement["Action"])]
         assert [json.dumps(statement["Resource"]).endswith('"/runs/*"]]}') for statement in writes] == [True]
 
 
-@pytest.mark.parametrize("name", sorted(CONTRACT_FUNCTIONS))
+@pytest.mark.parametrize("name", sorted(ARTIFACT_USERS))
 def test_objects_are_read_and_listed_under_the_buckets_two_prefixes_only(function_statements, logical_id,
                                                                           name: str) -> None:
     bucket = logical_id("AWS::S3::Bucket", "ArtifactBucket")
@@ -229,6 +235,7 @@ def test_each_function_holds_exactly_the_dynamodb_actions_its_code_calls(functio
                                                                           name: str) -> None:
     ledger = logical_id("AWS::DynamoDB::Table", "LedgerTable")
     idempotency = logical_id("AWS::DynamoDB::Table", "IdempotencyTable")
+    build_waits = logical_id("AWS::DynamoDB::Table", "BuildWaitTable")
     by_resource: dict[str, set[str]] = {}
     for statement in function_statements(name):
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -242,6 +249,15 @@ def test_each_function_holds_exactly_the_dynamodb_actions_its_code_calls(functio
     if name in IDEMPOTENCY_USERS:
         expected[json.dumps({"Fn::GetAtt": [idempotency, "Arn"]})] = {
             "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+    if name in BUILD_WAITERS:
+        # Parked (Put), taken once (a conditional Delete), read by build (Query); the watch reads
+        # the run's ledger to learn what its stage waits for, and the build's end none of it.
+        expected = {json.dumps({"Fn::GetAtt": [build_waits, "Arn"]}): {
+            "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"}}
+        if name == "WatchBuildFunction":
+            expected[json.dumps({"Fn::GetAtt": [ledger, "Arn"]})] = {"dynamodb:GetItem", "dynamodb:Query"}
+            expected[json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [ledger, "Arn"]}, "/index/*"]]})] = {
+                "dynamodb:Query"}
     assert by_resource == expected
 
 

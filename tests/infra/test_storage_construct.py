@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from agentledger.adapters.dynamodb_build_waits import TTL_ATTRIBUTE
+
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 
 PROTECTED_TABLE = {
@@ -22,8 +24,8 @@ def _key_schema(partition: str, sort: str | None = None) -> list[dict[str, str]]
     return keys
 
 
-def test_two_tables_and_two_buckets(template: Template) -> None:
-    template.resource_count_is("AWS::DynamoDB::Table", 2)
+def test_three_tables_and_two_buckets(template: Template) -> None:
+    template.resource_count_is("AWS::DynamoDB::Table", 3)
     template.resource_count_is("AWS::S3::Bucket", 2)
 
 
@@ -64,6 +66,19 @@ def test_idempotency_table_uses_the_powertools_schema(template: Template) -> Non
                 "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
             },
             "DeletionPolicy": "Retain",
+        },
+    )
+
+
+def test_build_wait_table_expires_its_parkings(template: Template) -> None:
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": {
+                **PROTECTED_TABLE,
+                "KeySchema": _key_schema("pk", "sk"),
+                "TimeToLiveSpecification": {"AttributeName": TTL_ATTRIBUTE, "Enabled": True},
+            },
         },
     )
 

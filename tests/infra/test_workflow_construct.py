@@ -1,12 +1,15 @@
-"""The run state machine and the review keeper's schedule."""
+"""The run state machine, the review keeper's schedule and the rule that wakes stages whose build ended."""
 
 from __future__ import annotations
 
 import re
+from typing import get_args
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from agentledger.adapters.codebuild import BUILD_STATE_CHANGE, ENDED_BUILD_STATUSES
+from handlers.builds import BuildStateChange
 from infra import PROJECT_ROOT
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
@@ -17,6 +20,7 @@ TASK_FUNCTIONS = [
     "PlanFunction",
     "ExecuteFunction",
     "VerifyFunction",
+    "WatchBuildFunction",
     "RequestReviewFunction",
     "CompleteFunction",
     "ClassifyFunction",
@@ -93,4 +97,30 @@ def test_review_keeper_runs_every_five_minutes(template: Template) -> None:
             "FunctionName": {"Fn::GetAtt": ["ReviewKeeperFunction", "Arn"]},
             "Principal": "events.amazonaws.com",
         },
+    )
+
+
+def test_every_end_of_a_test_build_of_this_project_reaches_the_function_that_wakes_its_stage(
+        template: Template, logical_id) -> None:
+    project = logical_id("AWS::CodeBuild::Project", "TestBuilds")
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.codebuild"],
+                "detail-type": [BUILD_STATE_CHANGE],
+                "detail": {"project-name": [{"Ref": project}], "build-status": list(ENDED_BUILD_STATUSES)},
+            },
+            "State": "ENABLED",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": ["BuildEndedFunction", "Arn"]},
+                                           "RetryPolicy": {"MaximumRetryAttempts": 8}})],
+        },
+    )
+    # Every way a build can end, as CodeBuild names them, and the same names the handler accepts.
+    assert set(ENDED_BUILD_STATUSES) == {"SUCCEEDED", "FAILED", "FAULT", "STOPPED", "TIMED_OUT"}
+    assert set(get_args(BuildStateChange.model_fields["build_status"].annotation)) == set(ENDED_BUILD_STATUSES)
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {"Action": "lambda:InvokeFunction", "FunctionName": {"Fn::GetAtt": ["BuildEndedFunction", "Arn"]},
+         "Principal": "events.amazonaws.com"},
     )

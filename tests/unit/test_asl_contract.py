@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from agentledger.effects import RATE_LIMITED
-from agentledger.errors import EffectInProgressError, EffectUnconfirmedError
+from agentledger.errors import BuildWaitNotNeededError, EffectInProgressError, EffectUnconfirmedError
 from agentledger.restart import RETRYABLE_ERRORS, REVIEW_WAIT_TIMEOUTS
 from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
+from handlers.builds import BuildWatchEvent
 from handlers.events import EffectEvent, FailureEvent, StageEvent
-from tests.bench.timeline import DEFINITION, stages_of_tasks
+from tests.bench.timeline import BUILD_WAIT_STATES, DEFINITION, stages_of_tasks
 
 ASL = json.loads(DEFINITION.read_text())
 STATES: dict[str, dict[str, Any]] = ASL["States"]
@@ -59,7 +60,28 @@ def test_every_task_failure_is_caught_and_classified() -> None:
     for name, state in TASKS.items():
         if name == "Classify failure":
             continue
-        assert [catch["ErrorEquals"] for catch in state["Catch"]] == [["States.ALL"]], name
+        caught = [catch["ErrorEquals"] for catch in state["Catch"]]
+        assert caught[-1:] == [["States.ALL"]], name
+        assert caught[:-1] == ([["States.Timeout", BuildWaitNotNeededError.__name__]] if name in BUILD_WAIT_STATES
+                               else []), name
+
+
+@pytest.mark.parametrize(("stage_task", "ended_choice"), [("Write tests", "Tests written?"),
+                                                          ("Run test suite", "Test build ended?")])
+def test_a_stage_whose_build_runs_parks_until_it_ends_and_looks_again_when_it_does_or_times_out(
+        stage_task: str, ended_choice: str) -> None:
+    [running] = STATES[ended_choice]["Choices"]
+    assert (running["Variable"], running["BooleanEquals"]) == ("$.last_stage.done", False)
+    wait = STATES[running["Next"]]
+    assert running["Next"] in BUILD_WAIT_STATES
+    assert wait["Resource"].endswith(".waitForTaskToken") and wait["Parameters"]["Payload"]["stage"] == STAGE_OF_TASK[
+        stage_task]
+    # Its fallback is the stage's: a lost event costs one late look, and the look is the stage's own.
+    assert wait["TimeoutSecondsPath"] == wait["Parameters"]["Payload"]["poll_after_s.$"] == "$.last_stage.poll_after_s"
+    back = wait["Catch"][0]
+    assert (wait["Next"], back["Next"], back["ResultPath"], wait["ResultPath"]) == (stage_task, stage_task, None, None)
+    # The build's end answers it; a failure it cannot get past is charged to the stage it waits for.
+    assert STAGE_OF_TASK[running["Next"]] == STAGE_OF_TASK[stage_task]
 
 
 def test_every_next_action_of_an_assessment_is_routed() -> None:
@@ -116,7 +138,8 @@ def test_a_run_with_nothing_to_do_goes_straight_to_completion(choice: str, varia
 
 def test_each_stage_is_worked_on_by_one_task_state_and_each_effect_in_its_stage() -> None:
     effects = {name for name in TASKS if "effect" in TASKS[name]["Parameters"]}
-    assert sorted(stage for name, stage in STAGE_OF_TASK.items() if name not in effects) == sorted(Stage)
+    assert sorted(stage for name, stage in STAGE_OF_TASK.items() if name not in effects | BUILD_WAIT_STATES) == sorted(
+        Stage)
     assert all(STAGE_OF_TASK[name] == EFFECTS[TASKS[name]["Parameters"]["effect"]].stage for name in effects)
 
 
@@ -124,6 +147,7 @@ def test_each_stage_is_worked_on_by_one_task_state_and_each_effect_in_its_stage(
 def test_every_field_a_task_sends_is_one_its_handler_reads(name: str) -> None:
     parameters = TASKS[name]["Parameters"]
     sent = {field.removesuffix(".$") for field in parameters.get("Payload", parameters)}
-    event = {"${ClassifyFunctionArn}": FailureEvent, "${EffectFunctionArn}": EffectEvent}.get(
-        TASKS[name]["Resource"], StageEvent)
+    event = {"${ClassifyFunctionArn}": FailureEvent, "${EffectFunctionArn}": EffectEvent,
+             "${WatchBuildFunctionArn}": BuildWatchEvent}.get(
+        parameters.get("FunctionName", TASKS[name]["Resource"]), StageEvent)
     assert sent <= set(event.model_fields)

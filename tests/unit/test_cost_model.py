@@ -111,12 +111,12 @@ def test_the_largest_line_is_named() -> None:
     assert any(note.startswith("largest line of the workflow: Step Functions state transitions") for note in cost.notes)
 
 
-def test_polling_the_builds_is_priced_and_projected_to_builds_of_minutes() -> None:
+def test_waiting_for_the_builds_is_priced_and_compared_with_polling_builds_of_minutes() -> None:
     looks = tuple(BilledInvocation("Run test suite", 0.2, 512, "arm64") for _ in range(3))
     [cost, _] = tables(usage(state_transitions=30, invocations=looks, waits=2, build_seconds=(20.0,)), KEEPER,
                       PRICES)
-    [polling] = [note for note in cost.notes if note.startswith("polling the builds: 2 polls here")]
-    assert f"a 10-minute build is polled {polls_per_build(600)} times" in polling
+    [waiting] = [note for note in cost.notes if note.startswith("waiting for the builds: 2 looks here")]
+    assert f"a 10-minute build was looked at {polls_per_build(600)} times" in waiting
 
 
 def test_a_review_pending_a_week_costs_every_pass_of_the_keeper_in_that_week() -> None:
@@ -151,7 +151,7 @@ def test_a_service_without_a_price_is_reported_not_free() -> None:
     assert any("NOT PRICED" in note and "new-service" in note for note in cost.notes)
 
 
-def test_polls_follow_the_interval_verify_chooses() -> None:
+def test_polls_follow_the_interval_verify_chose_when_it_polled() -> None:
     assert polls_per_build(0) == 0
     assert polls_per_build(2) == 1  # looked at once, after the shortest interval
     assert polls_per_build(600) > polls_per_build(60) > polls_per_build(10)

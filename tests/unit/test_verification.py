@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from agentledger.errors import NoTestsRanError, TestConfigurationError, TransientError, VerificationFailedError
+from agentledger.errors import (
+    BuildQueueTimeoutError,
+    NoTestsRanError,
+    TestConfigurationError,
+    VerificationFailedError,
+)
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
@@ -81,7 +86,8 @@ def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_pol
     crash_once("build_running")
     outcomes = [world.workflow.run_stage(Stage.VERIFY, run_id, execution) for _ in range(2)]
     assert [o["done"] for o in outcomes] == [False, False]
-    assert all(o["poll_after_s"] >= 2 for o in outcomes)  # waited out like a running build
+    # Parked until a build ends and frees room, or for the short fallback.
+    assert all(o["poll_after_s"] == builds.ROOM_FALLBACK_SECONDS for o in outcomes)
     assert not world.builds.verifies
     with pytest.raises(SimulatedCrash):
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
@@ -92,17 +98,19 @@ def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_pol
     assert (stage.status, stage.attempt) == (StageStatus.COMPLETE, 1)  # not a failure, nor a person's
 
 
-def test_a_build_the_service_has_no_room_for_longer_than_it_may_run_is_the_state_machines_to_retry(
+def test_a_build_the_service_has_no_room_for_longer_than_a_build_may_queue_goes_to_a_person(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id, execution = _to_verify(world)
     world.builds.refusals = 2
     assert not world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
-    later = (datetime.now(UTC) + timedelta(hours=9)).isoformat()  # past any build timeout CodeBuild allows
+    later = (datetime.now(UTC) + timedelta(seconds=builds.BUILD_QUEUE_LIMIT_SECONDS + 60)).isoformat()
     monkeypatch.setattr(builds, "utc_now", lambda: later)
 
-    with pytest.raises(TransientError, match="no room for test build") as refused:
+    with pytest.raises(BuildQueueTimeoutError, match="no room for test build") as refused:
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
-    assert classify(type(refused.value).__name__, str(refused.value), 0, 1).kind == FailureKind.RETRYABLE
+    # A retry would meet the same full queue at once: a person decides (more builds, or later).
+    classified = classify(type(refused.value).__name__, str(refused.value), 0, 1)
+    assert classified.kind == FailureKind.NEEDS_PERSON and "concurrent builds" in classified.reason
     assert not world.builds.verifies
 
 

@@ -19,6 +19,11 @@ from ..models import BuildRequest
 from ..states import BuildStatus
 from ..testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 
+# CodeBuild's state-change event for a build that ended: the stack's rule matches these, the
+# BuildEndedFunction reads them, and the local runtime sends them as EventBridge would.
+BUILD_STATE_CHANGE = "CodeBuild Build State Change"
+ENDED_BUILD_STATUSES = tuple(status.value for status in BuildStatus if status is not BuildStatus.IN_PROGRESS)
+
 # How far back `find` looks: the builds a crashed attempt could have started are the newest ones.
 FIND_LOOKBACK_BUILDS = 200
 BATCH_SIZE = 100
@@ -76,12 +81,12 @@ class CodeBuildBuilds:
         return response["build"]["id"]
 
     def status(self, build_id: str) -> BuildStatus | None:
-        builds = self._codebuild.batch_get_builds(ids=[build_id])["builds"]
-        if not builds:
+        build = _build(self._codebuild, build_id)
+        if build is None:
             return None
-        status = BuildStatus(builds[0]["buildStatus"])
+        status = BuildStatus(build["buildStatus"])
         if status is not BuildStatus.IN_PROGRESS:
-            grant = _variable(builds[0], OUTPUT_GRANT_VARIABLE)
+            grant = _variable(build, OUTPUT_GRANT_VARIABLE)
             if grant is not None:
                 self._grants.delete(grant)
         return status
@@ -98,6 +103,23 @@ class CodeBuildBuilds:
                 if _variable(build, TEST_RUN_VARIABLE) == test_run:
                     return build["id"]
         return None
+
+
+class CodeBuildStatus:
+    """Only a build's status: what a parked wait looks at (the stage that reads the build deletes
+    its grant)."""
+
+    def __init__(self, codebuild_client: Any) -> None:
+        self._codebuild = codebuild_client
+
+    def status(self, build_id: str) -> BuildStatus | None:
+        build = _build(self._codebuild, build_id)
+        return None if build is None else BuildStatus(build["buildStatus"])
+
+
+def _build(codebuild: Any, build_id: str) -> dict[str, Any] | None:
+    builds = codebuild.batch_get_builds(ids=[build_id])["builds"]
+    return builds[0] if builds else None
 
 
 def _variable(build: dict[str, Any], name: str) -> str | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from agentledger.artifacts import stage_prefix
 
 from .. import faults
-from ..errors import TestConfigurationError, TransientError
+from ..errors import BuildQueueTimeoutError, TestConfigurationError
 from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
@@ -36,8 +36,14 @@ DRIVER_FILES: dict[str, Path] = {
     **{f"{layout.BUILD_SITE_DIR}/{path.name}": path for path in sorted((TESTRUN_DIR / "build_site").glob("*.py"))},
 }
 INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
-POLL_MIN_SECONDS = 2
-POLL_MAX_SECONDS = 30
+# How long the state machine's parked wait lasts before it looks itself: CodeBuild's state-change
+# event wakes it as soon as the build ends (workflow/build_waits.py), so this is only what a lost
+# event costs. A wait for room is also woken by the end of any other build; the shorter fallback
+# covers a build that ended between the refused start and the parking.
+BUILD_END_FALLBACK_SECONDS = 300
+ROOM_FALLBACK_SECONDS = 60
+# As long as CodeBuild itself lets a build queue (queuedTimeoutInMinutes, at most 8 hours).
+BUILD_QUEUE_LIMIT_SECONDS = 8 * 3600
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,9 @@ class BuildInputs:
 
 @dataclass
 class BuildProgress:
-    """Where a build stands: still running (poll again after `poll_after_s`), or finished with the
-    archive it uploaded (None when it uploaded nothing)."""
+    """Where a build stands: still running or waiting for room (its end, or another build's, wakes
+    the stage; else it looks again after `poll_after_s`), or finished with the archive it
+    uploaded (None when it uploaded nothing)."""
 
     run: Run
     test_run: TestRun
@@ -122,20 +129,21 @@ class Builds:
         if test_run.build_id is None:
             run, test_run = self._start(run, execution, test_run, inputs, look_for_earlier=intended_before)
             if test_run.build_id is None:
-                # No room for another build now: a transient refusal, waited out like a running
-                # build, and the next poll starts it (or finds the one a lost answer started); for
-                # as long as the build itself may run, and then it is the state machine's to retry.
-                if _waited_s(test_run) > inputs.timeout_minutes * 60:
-                    raise TransientError(
+                # No room for another build now: the stage waits in the queue, in the order the
+                # builds were asked for, and the next look starts it (or finds the one a lost answer
+                # started). The queue is bounded as CodeBuild bounds its own.
+                waited_s = _waited_s(test_run)
+                if waited_s > BUILD_QUEUE_LIMIT_SECONDS:
+                    raise BuildQueueTimeoutError(
                         f"the build service has had no room for {inputs.label} build {inputs.digest[:12]} for "
-                        f"{int(_waited_s(test_run))} s, longer than the build may run: its concurrent builds "
-                        "stay in use")
-                return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
+                        f"{int(waited_s)} s (at most {BUILD_QUEUE_LIMIT_SECONDS} s): the project's concurrent "
+                        "builds stayed in use")
+                return BuildProgress(run, test_run, poll_after_s=ROOM_FALLBACK_SECONDS)
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
             status = self._require_builds().status(test_run.build_id or "")
             if status is None or status == BuildStatus.IN_PROGRESS:
-                return BuildProgress(run, test_run, poll_after_s=_poll_interval(test_run))
+                return BuildProgress(run, test_run, poll_after_s=BUILD_END_FALLBACK_SECONDS)
             test_run = test_run.model_copy(update={"status": status, "finished_at": utc_now()})
         return BuildProgress(run, test_run, finished=True, archive=self.artifacts.read(test_run.output_key))
 
@@ -215,11 +223,6 @@ def package(members: dict[str, bytes]) -> bytes:
 def _waited_s(test_run: TestRun) -> float:
     """Since the build was prepared."""
     return (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
-
-
-def _poll_interval(test_run: TestRun) -> int:
-    """Short at first (most builds of small repositories take seconds), then every 30 s."""
-    return int(max(POLL_MIN_SECONDS, min(POLL_MAX_SECONDS, _waited_s(test_run) / 4)))
 
 
 def missing_output(test_run: TestRun) -> str:

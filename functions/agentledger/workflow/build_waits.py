@@ -1,0 +1,66 @@
+"""A stage waits for its build's end instead of polling it.
+
+A stage whose build is still running, or could not start for want of room, hands back to the state
+machine, which parks a task on a token (`park`). CodeBuild's state-change event for the build
+(`build_ended`) answers the tasks parked on that build, and gives the room it freed to the stage
+that has waited for room the longest: the builds queue in the order they were asked for. A parked
+task also times out after the stage's fallback (`poll_after_s`) and looks again, so an event that
+never comes costs a late look, not a run.
+
+Polling cost three state transitions a look, every few seconds to every 30 s of every build; two
+thirds of a run's transitions were spent there (`make bench`, table h)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BuildWaitNotNeededError
+from ..models import Stage
+from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort, LedgerPort
+from ..states import BuildStatus
+
+# A parking whose task is already over (its fallback looked first) is passed over for the next.
+ROOM_OFFERS = 5
+# A parking outlives its task's timeout by this much, then the table's TTL removes it.
+PARKING_MARGIN_S = 300
+
+
+class BuildParking:
+    """The state machine's task: park the stage until its build ends or room frees to start it."""
+
+    def __init__(self, ledger: LedgerPort, builds: BuildStatusPort, waits: BuildWaitPort) -> None:
+        self.ledger = ledger
+        self.builds = builds
+        self.waits = waits
+
+    def park(self, run_id: str, stage: Stage, task_token: str, timeout_s: int) -> dict[str, Any]:
+        """Raises BuildWaitNotNeededError when there is nothing to wait for: the state machine
+        goes straight back to the stage, which reads the build."""
+        test_run = self.ledger.load(run_id).latest_test_run(stage)
+        if test_run is None or test_run.status != BuildStatus.IN_PROGRESS:
+            raise BuildWaitNotNeededError(f"{run_id} has no {stage.value} build to wait for")
+        wait = BuildWait(run_id, stage, task_token, test_run.created_at, test_run.build_id)
+        self.waits.park(wait, timeout_s + PARKING_MARGIN_S)
+        if wait.build_id is not None and self.builds.status(wait.build_id) != BuildStatus.IN_PROGRESS \
+                and self.waits.take(wait):
+            # It ended between the stage's look and this parking: its event found no one parked.
+            raise BuildWaitNotNeededError(f"build {wait.build_id} ended before its wait was parked")
+        return {"parked": True, "build_id": wait.build_id}
+
+
+class BuildEnds:
+    """CodeBuild says a build ended: answer what waits on it, and offer the room it freed to the
+    stage that has waited for room the longest."""
+
+    def __init__(self, waits: BuildWaitPort, executions: ExecutionPort) -> None:
+        self.waits = waits
+        self.executions = executions
+
+    def build_ended(self, build_id: str) -> dict[str, int]:
+        woken = sum(1 for wait in self.waits.waiting_for(build_id)
+                    if self.waits.take(wait) and self.executions.succeed_task(wait.task_token, {"woken_by": build_id}))
+        given_room = 0
+        for wait in self.waits.waiting_for_room(ROOM_OFFERS):
+            if self.waits.take(wait) and self.executions.succeed_task(wait.task_token, {"room_from": build_id}):
+                given_room = 1
+                break
+        return {"woken": woken, "given_room": given_room}

@@ -1,0 +1,117 @@
+"""A stage parked on its build: woken by the build's end, once; the room a build frees goes to the
+stage that asked for a build first; a build that ended before the parking is not waited for."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentledger.errors import BuildWaitNotNeededError
+from agentledger.models import Stage
+from agentledger.workflow.build_waits import BuildEnds, BuildParking
+from agentledger.workflow.builds import BUILD_END_FALLBACK_SECONDS, ROOM_FALLBACK_SECONDS
+from tests.fakes.adapters import InMemoryBuildWaits
+from tests.fakes.world import World, build_world
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path)
+
+
+@pytest.fixture
+def waits() -> InMemoryBuildWaits:
+    return InMemoryBuildWaits()
+
+
+def _parking(world: World, waits: InMemoryBuildWaits) -> BuildParking:
+    return BuildParking(world.ledger, world.builds, waits)
+
+
+def _ends(world: World, waits: InMemoryBuildWaits) -> BuildEnds:
+    return BuildEnds(waits, world.executions)
+
+
+def _at_verify(world: World, key: str) -> str:
+    run_id, execution = world.create(key)
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
+    return run_id
+
+
+def _look(world: World, run_id: str) -> dict:
+    return world.workflow.run_stage(Stage.VERIFY, run_id, f"{run_id}-start")
+
+
+def _build_id(world: World, run_id: str) -> str:
+    test_run = world.ledger.load(run_id).latest_test_run(Stage.VERIFY)
+    assert test_run is not None and test_run.build_id is not None
+    return test_run.build_id
+
+
+def test_a_running_build_parks_its_stage_until_the_build_ends_and_its_end_answers_once(
+        world: World, waits: InMemoryBuildWaits) -> None:
+    world.builds.polls_before_done = 2  # the stage's look after starting it, and the parking's
+    run_id = _at_verify(world, "key-1")
+    looked = _look(world, run_id)
+    assert (looked["done"], looked["poll_after_s"]) == (False, BUILD_END_FALLBACK_SECONDS)
+
+    parked = _parking(world, waits).park(run_id, Stage.VERIFY, "token-1", looked["poll_after_s"])
+    build_id = _build_id(world, run_id)
+    assert parked == {"parked": True, "build_id": build_id}
+    assert not world.executions.answers
+
+    ends = _ends(world, waits)
+    assert ends.build_ended(build_id) == {"woken": 1, "given_room": 0}
+    assert world.executions.answered("success") == [("success", "token-1", {"woken_by": build_id})]
+    # EventBridge delivers at least once: the same end again wakes nobody twice.
+    assert ends.build_ended(build_id) == {"woken": 0, "given_room": 0}
+    assert len(world.executions.answers) == 1
+    assert _look(world, run_id)["done"]
+
+
+def test_a_build_that_ended_before_its_stage_parked_is_not_waited_for(world: World, waits: InMemoryBuildWaits) -> None:
+    world.builds.polls_before_done = 1
+    run_id = _at_verify(world, "key-1")
+    assert not _look(world, run_id)["done"]  # started and still running when the stage looked
+    with pytest.raises(BuildWaitNotNeededError, match="ended before its wait was parked"):
+        _parking(world, waits).park(run_id, Stage.VERIFY, "token-1", BUILD_END_FALLBACK_SECONDS)
+    assert not waits.parked  # nothing left for a later event to answer
+    assert _look(world, run_id)["done"]
+
+
+def test_a_stage_with_no_build_running_is_not_parked(world: World, waits: InMemoryBuildWaits) -> None:
+    run_id = _at_verify(world, "key-1")
+    with pytest.raises(BuildWaitNotNeededError, match="no verify build to wait for"):
+        _parking(world, waits).park(run_id, Stage.VERIFY, "token-1", BUILD_END_FALLBACK_SECONDS)
+
+
+def test_the_room_a_build_frees_goes_to_the_stage_that_asked_for_a_build_first(
+        world: World, waits: InMemoryBuildWaits) -> None:
+    parking = _parking(world, waits)
+    queued = [_at_verify(world, f"key-{n}") for n in range(3)]
+    world.builds.refusals = 3
+    for n, run_id in enumerate(queued):
+        looked = _look(world, run_id)
+        assert (looked["done"], looked["poll_after_s"]) == (False, ROOM_FALLBACK_SECONDS)
+        assert parking.park(run_id, Stage.VERIFY, f"token-{n}", looked["poll_after_s"]) == {
+            "parked": True, "build_id": None}
+
+    ends = _ends(world, waits)
+    # Each end offers one room, to the oldest request; the first of them took its task's fallback
+    # already (its token is over), so the room passes to the next.
+    world.executions.live_tokens = {"token-1", "token-2"}
+    assert ends.build_ended("other-build:1") == {"woken": 0, "given_room": 1}
+    assert ends.build_ended("other-build:2") == {"woken": 0, "given_room": 1}
+    assert [token for _, token, _ in world.executions.answered("success")] == ["token-0", "token-1", "token-2"]
+    assert ends.build_ended("other-build:3") == {"woken": 0, "given_room": 0}
+
+
+def test_a_stage_parked_again_is_answered_on_its_newest_token_only(world: World, waits: InMemoryBuildWaits) -> None:
+    parking = _parking(world, waits)
+    run_id = _at_verify(world, "key-1")
+    world.builds.refusals = 2
+    for token in ("token-old", "token-new"):  # the first parking's task timed out, the stage looked again
+        _look(world, run_id)
+        parking.park(run_id, Stage.VERIFY, token, ROOM_FALLBACK_SECONDS)
+    assert _ends(world, waits).build_ended("other-build:1") == {"woken": 0, "given_room": 1}
+    assert [token for _, token, _ in world.executions.answered("success")] == ["token-new"]
