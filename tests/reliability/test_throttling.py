@@ -7,6 +7,7 @@ One run per fault, each armed for its own run's calls only, so runs of other tes
 runtime neither take the throttle nor count in what is asserted."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -100,3 +101,7 @@ def test_a_project_at_its_concurrent_build_limit_refuses_a_build_and_verify_star
     # Refused, then started once: never two builds of a stage.
     assert [len(runtime.codebuild.builds_for(run_id, stage)) for run_id in (holding, waiting)
             for stage in ("execute", "verify")] == [1, 1, 1, 1]
+    # It waited parked, and a build's end (CodeBuild's event) gave it the room, not its own look.
+    answers = [json.loads(event["taskSucceededEventDetails"]["output"])
+               for event in runtime.execution_history(f"{waiting}-start") if event["type"] == "TaskSucceeded"]
+    assert any("room_from" in answer for answer in answers)
