@@ -30,6 +30,13 @@ class StartRate:
 START_RATE = StartRate(per_s=10, burst=20)
 
 
+# The review keeper's schedule, and the heartbeat a pending review's task must hear: a keeper
+# outage of two passes is ridden out, and a week's review costs 672 passes (every 5 minutes for a
+# 15-minute heartbeat it was 2,016, as much as the whole rest of a run's workflow).
+REVIEW_KEEPER_INTERVAL_MINUTES = 15
+REVIEW_HEARTBEAT_SECONDS = 3 * REVIEW_KEEPER_INTERVAL_MINUTES * 60 + 15 * 60
+
+
 def retry_after_s(wait_s: float) -> int:
     """Retry-After in whole seconds, at least one, for a request that would have to wait `wait_s`."""
     return max(1, math.ceil(wait_s))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
-from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS
+from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS, REVIEW_KEEPER_INTERVAL_MINUTES
 from agentledger.states import RunStatus
 from infra.local.profiles import local_credentials_dir
 from infra.local.throttles import THROTTLE_HEADER, THROTTLES
@@ -439,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", cmd_serve, "run the local stack (moto) and its HTTP API until Ctrl-C")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1 (default %(default)s)")
     serve.add_argument("--keeper-interval", type=float, default=5.0, metavar="SECONDS",
-                       help="how often the review keeper runs (AWS: every 5 minutes; default %(default)g s)")
+                       help=f"how often the review keeper runs (AWS: every {REVIEW_KEEPER_INTERVAL_MINUTES} minutes; "
+                            "default %(default)g s)")
     serve.add_argument("-c", "--context", action="append", metavar="KEY=VALUE",
                        help="a CDK context value for the local stack, exactly as `cdk deploy -c` takes it "
                             "(the README's configuration table); repeatable")

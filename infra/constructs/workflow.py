@@ -12,12 +12,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE, ENDED_BUILD_STATUSES
+from agentledger.limits import REVIEW_KEEPER_INTERVAL_MINUTES
 from infra import STATE_MACHINE_FILE
 from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.functions import LOG_RETENTION, Functions, wildcard_resource_finding
 
 DEFINITION_FILE = STATE_MACHINE_FILE
-REVIEW_KEEPER_INTERVAL = Duration.minutes(5)
+REVIEW_KEEPER_INTERVAL = Duration.minutes(REVIEW_KEEPER_INTERVAL_MINUTES)
 
 
 class Workflow(Construct):

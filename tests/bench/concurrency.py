@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,9 @@ from .client import (
 )
 from .report import Table, Target, progress
 
-TIMEOUT_S = 1800  # from the first POST /runs until every run must wait for review
+TIMEOUT_S = 3600  # from the first POST /runs until every run must wait for review: 400 builds, 2 at a time here
 POLL_S = 1.0  # watching 200 runs: a look a second is plenty, and leaves the stack its process
+KEEPER_INTERVAL_S = 60.0  # well inside a review's heartbeat
 BUILD_STAGES = ("execute", "verify")
 
 
@@ -87,7 +90,8 @@ def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> M
     started_s = time.time() - started
     progress(f"  {len(run_ids)} of {runs} runs started in {started_s:.1f}s; waiting for review")
     remaining_s = max(0.0, TIMEOUT_S - started_s)
-    stopped = client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, remaining_s, poll_s=POLL_S)
+    with _review_keeper(client):
+        stopped = client.wait_for(dict.fromkeys(run_ids), WAITING_ON_A_PERSON, remaining_s, poll_s=POLL_S)
     # Runs still going at the deadline are stopped first, so reading the ledger back does not wait
     # behind their work.
     still_going = set(run_ids) - set(stopped)
@@ -113,6 +117,25 @@ def measure(client: BenchClient, repository: Callable[[], Path], runs: int) -> M
         lost=lost, doubled=doubled, retried_stages=retried, handoffs=handoffs,
         build_limit=builds.build_limits.get(client.runtime.output("TestBuildProjectName")),
         builds_refused=_builds_refused(client) - refused_builds_before, builds_doubled=doubled_builds)
+
+
+@contextmanager
+def _review_keeper(client: BenchClient) -> Iterator[None]:
+    """The keeper's schedule, as EventBridge runs it on AWS: the runs that reach review first wait
+    there for the others, and a review that hears no heartbeat times out."""
+    stopping = threading.Event()
+
+    def keep() -> None:
+        while not stopping.wait(KEEPER_INTERVAL_S):
+            client.runtime.run_review_keeper()
+
+    keeper = threading.Thread(target=keep, name="bench-review-keeper", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stopping.set()
+        keeper.join()
 
 
 def _builds_refused(client: BenchClient) -> int:

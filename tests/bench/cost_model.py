@@ -23,6 +23,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentledger.limits import REVIEW_HEARTBEAT_SECONDS, REVIEW_KEEPER_INTERVAL_MINUTES
+
 from .report import Table, Target, ratio
 from .request_counter import SERVICES, Request
 from .timeline import BUILD_WAIT_STATES, DEFINITION
@@ -38,8 +40,7 @@ FORMER_POLL_BOUNDS_S = (2, 30)
 DURABLE_RETENTION_DAYS = 14  # Lambda durable functions' default retention of a closed execution
 DAYS_PER_MONTH = 30
 HOURS_PER_MONTH = 730  # as AWS prorates a monthly price by the hour
-KEEPER_INTERVAL_MINUTES = 5  # infra/constructs/workflow.py REVIEW_KEEPER_INTERVAL
-KEEPER_PASSES_A_WEEK = 7 * 24 * 60 // KEEPER_INTERVAL_MINUTES
+KEEPER_PASSES_A_WEEK = 7 * 24 * 60 // REVIEW_KEEPER_INTERVAL_MINUTES
 SUBTOTAL = "workflow, one run"
 # The stage states a build wait sends back to, and the build waits: what one look at a build invokes.
 LOOK_STATES = BUILD_WAIT_STATES | frozenset(json.loads(DEFINITION.read_text())["States"][name]["Next"]
@@ -295,8 +296,9 @@ def _cost_table(usage: RunUsage, keeper: KeeperPass, prices: dict[str, Price]) -
         f"are {builds_usd / workflow_usd:.1f}x the workflow" if workflow_usd else "the workflow cost nothing")
     table.notes.extend(_build_wait_notes(usage, prices, workflow_usd))
     table.notes.append(
-        f"the review wait: its token task must hear a heartbeat every 15 minutes, and the review keeper sends "
-        f"one for each pending review every {KEEPER_INTERVAL_MINUTES} minutes, {KEEPER_PASSES_A_WEEK:,} in a week. "
+        f"the review wait: its token task must hear a heartbeat every {REVIEW_HEARTBEAT_SECONDS // 60} minutes, and "
+        f"the review keeper sends one for each pending review every {REVIEW_KEEPER_INTERVAL_MINUTES} minutes, "
+        f"{KEEPER_PASSES_A_WEEK:,} in a week. "
         "SendTaskHeartbeat is no state transition and Step Functions does not bill it; a week costs the keeper's "
         f"passes, ${review_week_usd:.6f} ({ratio(review_week_usd, workflow_usd)} the workflow), measured with one "
         f"review pending ({keeper.invocation.seconds:.3f} s a pass, an upper bound; with many pending, each pass's "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import get_args
 
@@ -9,6 +10,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE, ENDED_BUILD_STATUSES
+from agentledger.limits import REVIEW_HEARTBEAT_SECONDS, REVIEW_KEEPER_INTERVAL_MINUTES
 from handlers.builds import BuildStateChange
 from infra import PROJECT_ROOT
 
@@ -81,11 +83,14 @@ def test_state_machine_may_invoke_exactly_the_task_functions(
     )
 
 
-def test_review_keeper_runs_every_five_minutes(template: Template) -> None:
+def test_review_keeper_runs_every_fifteen_minutes_and_a_review_outlasts_two_missed_passes(
+        template: Template) -> None:
+    heartbeat = json.loads(DEFINITION_FILE.read_text())["States"]["Await review"]["HeartbeatSeconds"]
+    assert heartbeat == REVIEW_HEARTBEAT_SECONDS > 3 * REVIEW_KEEPER_INTERVAL_MINUTES * 60
     template.has_resource_properties(
         "AWS::Events::Rule",
         {
-            "ScheduleExpression": "rate(5 minutes)",
+            "ScheduleExpression": f"rate({REVIEW_KEEPER_INTERVAL_MINUTES} minutes)",
             "State": "ENABLED",
             "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": ["ReviewKeeperFunction", "Arn"]}})],
         },

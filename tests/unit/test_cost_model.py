@@ -121,8 +121,8 @@ def test_waiting_for_the_builds_is_priced_and_compared_with_polling_builds_of_mi
 
 def test_a_review_pending_a_week_costs_every_pass_of_the_keeper_in_that_week() -> None:
     per_pass = 0.2e-6 + 0.05 * 0.25 * 0.0000133334 + 2 * 0.125e-6  # invocation, duration, two reads
-    assert KEEPER_PASSES_A_WEEK == 2_016  # every 5 minutes
-    assert sum(line.usd for line in review_week_lines(KEEPER, PRICES)) == pytest.approx(2_016 * per_pass)
+    assert KEEPER_PASSES_A_WEEK == 672  # every 15 minutes
+    assert sum(line.usd for line in review_week_lines(KEEPER, PRICES)) == pytest.approx(672 * per_pass)
     [cost, _] = tables(usage(state_transitions=10), KEEPER, PRICES)
     assert [row[0] for row in cost.rows if "apart" in str(row[0])] == ["CodeBuild test builds (apart)",
                                                                       "a review pending a week (apart)"]
