@@ -11,7 +11,7 @@ import boto3
 import pytest
 from boto3.dynamodb.conditions import Key
 
-from agentledger.adapters.dynamodb_ledger import LedgerStore, _to_dynamo
+from agentledger.adapters.dynamodb_ledger import LedgerStore, _to_dynamo, index_shard
 from agentledger.errors import RecordSchemaError
 from agentledger.models import RunStatus
 from agentledger.records import RUN_SCHEMA_VERSION, RUN_SK, SCHEMA_VERSION, run_pk
@@ -69,7 +69,10 @@ def test_a_recorded_ledger_reads_from_dynamodb_as_from_the_fakes(
 
     changed = ledger.write(loaded.run, reason="read and written again by this release")
     item = table.get_item(Key={"pk": run_pk(fixture.run_id), "sk": RUN_SK})["Item"]
-    assert item[SCHEMA_VERSION] == RUN_SCHEMA_VERSION and item["run_status"] == changed.status.value
+    assert item[SCHEMA_VERSION] == RUN_SCHEMA_VERSION
+    # Written again, it moves from the unsharded index keys its release wrote to its shard's.
+    shard = index_shard(fixture.run_id)
+    assert (item["run_status"], item["entity"]) == (f"{changed.status.value}#{shard}", f"run#{shard}")
 
 
 def test_a_run_a_later_release_wrote_is_refused_by_get_list_and_load(

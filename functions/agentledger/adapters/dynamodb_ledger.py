@@ -1,10 +1,18 @@
 """The run ledger in DynamoDB: one item collection per run (pk = RUN#id).
 
 Every change to a run is one transaction conditioned on the run's version, so two workers can
-never both advance a run, and a move the transition table forbids writes nothing."""
+never both advance a run, and a move the transition table forbids writes nothing.
+
+The two indexes that list runs are keyed by status (by_status) and by nothing (by_time), a handful
+of values: every write of every run would land in one or a few index partitions, which bind at
+about 1,000 writes a second each (the README's capacity model). Their partition keys are spread
+over INDEX_SHARDS by a hash of the run id, and a listing reads every shard and merges them, newest
+first; its cursor is the last run's `created_key`, unique across shards. Runs written by releases
+before the shards keep their unsharded keys until written again, and are listed with the rest."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from decimal import Decimal
 from typing import Any
@@ -19,6 +27,9 @@ from ..transitions import next_version
 INDEX_BY_STATUS = "by_status"
 INDEX_BY_TIME = "by_time"
 MAX_PAGE = 100
+INDEX_SHARDS = 8
+RUN_ENTITY = "run"
+# A cursor names the last run listed; one of an earlier release (a whole index key) is read the same way.
 _CURSOR_ATTRIBUTES = frozenset({"pk", "sk", "run_status", "entity", "created_key"})
 
 
@@ -44,11 +55,21 @@ def _from_dynamo(value: Any) -> Any:
     return value
 
 
+def index_shard(run_id: str) -> int:
+    return int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % INDEX_SHARDS
+
+
+def _index_partitions(base: str) -> list[str]:
+    """Every partition of one index key: its shards, and the unsharded key earlier releases wrote."""
+    return [f"{base}#{shard}" for shard in range(INDEX_SHARDS)] + [base]
+
+
 def _run_item(run: Run) -> dict[str, Any]:
     item = stored_item(run.run_id, run)
+    shard = index_shard(run.run_id)
     item.update(
-        entity="run",
-        run_status=run.status.value,
+        entity=f"{RUN_ENTITY}#{shard}",
+        run_status=f"{run.status.value}#{shard}",
         created_key=f"{run.created_at}#{run.run_id}",
     )
     return _to_dynamo(item)
@@ -85,25 +106,27 @@ class LedgerStore:
     def list_runs(
         self, status: RunStatus | None = None, limit: int = 20, cursor: str | None = None
     ) -> tuple[list[Run], str | None]:
-        if status is None:
-            kwargs: dict[str, Any] = {
-                "IndexName": INDEX_BY_TIME,
-                "KeyConditionExpression": "entity = :e",
-                "ExpressionAttributeValues": {":e": "run"},
-            }
-        else:
-            kwargs = {
-                "IndexName": INDEX_BY_STATUS,
-                "KeyConditionExpression": "run_status = :s",
-                "ExpressionAttributeValues": {":s": status.value},
-            }
-        kwargs.update(ScanIndexForward=False, Limit=max(1, min(limit, MAX_PAGE)))
+        index, attribute, base = ((INDEX_BY_TIME, "entity", RUN_ENTITY) if status is None
+                                  else (INDEX_BY_STATUS, "run_status", status.value))
+        limit = max(1, min(limit, MAX_PAGE))
+        condition = f"{attribute} = :partition"
+        values: dict[str, str] = {}
         if cursor:
-            kwargs["ExclusiveStartKey"] = decode_cursor(cursor)
-        page = self._table.query(**kwargs)
-        runs = [read_run(_from_dynamo(i)) for i in page["Items"]]
-        last = page.get("LastEvaluatedKey")
-        return runs, encode_cursor(last) if last else None
+            condition += " AND created_key < :before"
+            values[":before"] = decode_cursor(cursor)["created_key"]
+        items: list[dict[str, Any]] = []
+        more = False
+        for partition in _index_partitions(base):
+            page = self._table.query(IndexName=index, KeyConditionExpression=condition, ScanIndexForward=False,
+                                     Limit=limit, ExpressionAttributeValues={**values, ":partition": partition})
+            items += page["Items"]
+            more = more or "LastEvaluatedKey" in page
+        items.sort(key=lambda item: item["created_key"], reverse=True)
+        listed = items[:limit]
+        runs = [read_run(_from_dynamo(item)) for item in listed]
+        if not (more or len(items) > limit) or not listed:
+            return runs, None
+        return runs, encode_cursor({"created_key": listed[-1]["created_key"]})
 
     # -- writes --------------------------------------------------------------------------
     def create_run(self, run: Run, decision: Decision) -> Run:
@@ -182,7 +205,7 @@ def decode_cursor(cursor: str) -> dict[str, Any]:
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
     except (ValueError, json.JSONDecodeError) as error:
         raise ValueError("cursor is not one this API returned") from error
-    if (not isinstance(key, dict) or not key or not set(key) <= _CURSOR_ATTRIBUTES
+    if (not isinstance(key, dict) or "created_key" not in key or not set(key) <= _CURSOR_ATTRIBUTES
             or not all(isinstance(v, str) for v in key.values())):
         raise ValueError("cursor is not one this API returned")
     return key
