@@ -64,6 +64,9 @@ RATE_LIMITED = "rate_limited"  # the outcome's status: the state machine's Wait 
 MIN_RATE_LIMIT_WAIT_S = 60
 MAX_RATE_LIMIT_WAIT_S = 900
 MAX_RATE_LIMIT_WAITS = 5
+# A write held back by the token's budget (pacing.py) queues for it, in turns of at most
+# MAX_RATE_LIMIT_WAIT_S, for at most this long in one execution; its turns are not limits met.
+MAX_PACED_WAIT_S = 24 * 3600
 
 
 def effect_key(run_id: str, name: str, payload: dict[str, Any]) -> str:
@@ -79,9 +82,12 @@ def rate_limit_wait_s(retry_after_s: float | None, earlier_waits: int) -> int:
     return min(MIN_RATE_LIMIT_WAIT_S * 2 ** earlier_waits, MAX_RATE_LIMIT_WAIT_S)
 
 
-def _past_rate_limit_bounds(effect: Effect, wait_s: int, limits: int) -> str | None:
-    """Why a person resumes instead of the run waiting, when the wait or the count of limits in
-    this execution is past its bound."""
+def _past_rate_limit_bounds(effect: Effect, wait_s: int, limits: int, paced_s: int) -> str | None:
+    """Why a person resumes instead of the run waiting, when the wait, the count of limits met or
+    the time paced in this execution is past its bound."""
+    if paced_s > MAX_PACED_WAIT_S:
+        return (f"{effect.kind} has waited {paced_s} s in this execution for the {effect.receiver} token's write "
+                f"budget, more than {MAX_PACED_WAIT_S} s; resume the run once fewer runs are writing")
     if wait_s > MAX_RATE_LIMIT_WAIT_S:
         return (f"{effect.receiver} asks to wait {wait_s} s, longer than the {MAX_RATE_LIMIT_WAIT_S} s a run waits "
                 "for a rate limit; resume the run once it has passed")
@@ -146,16 +152,24 @@ class EffectRunner:
         state machine's Wait state; past the bounds, to a person."""
         ledger = self.ledger.load(run_id)
         effect = ledger.effects[key]
-        earlier = sum(1 for d in ledger.decisions if d.kind == DecisionKind.RATE_LIMITED
-                      and d.execution == execution and d.details.get("key") == key)
-        wait_s = rate_limit_wait_s(limited.retry_after_s, earlier)
+        earlier = [d for d in ledger.decisions if d.kind == DecisionKind.RATE_LIMITED
+                   and d.execution == execution and d.details.get("key") == key]
+        limits_met = sum(1 for d in earlier if not d.details.get("paced"))
+        paced_s = sum(int(d.details["wait_s"]) for d in earlier if d.details.get("paced"))
+        if limited.paced:
+            wait_s = min(rate_limit_wait_s(limited.retry_after_s, 0), MAX_RATE_LIMIT_WAIT_S)
+            paced_s += wait_s
+        else:
+            wait_s = rate_limit_wait_s(limited.retry_after_s, limits_met)
+            limits_met += 1
         if effect.status == EffectStatus.ATTEMPTED:  # not taken: the next attempt looks, then sends
             self._record_failure(run_id, effect, EffectStatus.FAILED, limited)
-        self.metrics.count(metric_names.RECEIVER_RATE_LIMITED)
-        why = _past_rate_limit_bounds(effect, wait_s, earlier + 1)
-        summary = why or f"{effect.receiver} rate-limited {effect.kind}: waiting {wait_s} s before sending again"
+        self.metrics.count(metric_names.RECEIVER_PACED if limited.paced else metric_names.RECEIVER_RATE_LIMITED)
+        why = _past_rate_limit_bounds(effect, wait_s, limits_met, paced_s)
+        waiting = "paced to the token's write budget" if limited.paced else "rate-limited"
+        summary = why or f"{effect.receiver} {waiting} {effect.kind}: waiting {wait_s} s before sending again"
         self.ledger.append(run_id, new_decision(DecisionKind.RATE_LIMITED, summary, {
-            "effect": effect.kind, "key": key, "receiver": effect.receiver, "wait_s": wait_s,
+            "effect": effect.kind, "key": key, "receiver": effect.receiver, "wait_s": wait_s, "paced": limited.paced,
             "retry_after_s": limited.retry_after_s, "answer": str(limited)}, execution))
         if why is not None:
             raise EffectRateLimitedError(f"{why} ({limited})") from limited

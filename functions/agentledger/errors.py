@@ -40,7 +40,8 @@ class TransientError(LedgerError):
 
 
 class BuildQueueTimeoutError(LedgerError):
-    """The build service had no room to start a stage's build for longer than a build may queue."""
+    """A stage waited for room to start its build while no build of the project ended for hours:
+    the queue is stuck, not long."""
 
 
 class BuildWaitNotNeededError(LedgerError):

@@ -30,6 +30,20 @@ class StartRate:
 START_RATE = StartRate(per_s=10, burst=20)
 
 
+@dataclass(frozen=True)
+class WriteBudget:
+    """How many content-creating requests a receiver takes from one token, a minute and an hour:
+    every run's writes share it, so they are paced to it instead of meeting the receiver's limit."""
+
+    per_minute: int
+    per_hour: int
+
+
+# GitHub's secondary rate limit on content creation, per token: 80 requests a minute, 500 an hour
+# (docs.github.com, "Rate limits for the REST API"; checked 2026-12-06).
+GITHUB_CONTENT_BUDGET = WriteBudget(per_minute=80, per_hour=500)
+
+
 # The review keeper's schedule, and the heartbeat a pending review's task must hear: a keeper
 # outage of two passes is ridden out, and a week's review costs 672 passes (every 5 minutes for a
 # 15-minute heartbeat it was 2,016, as much as the whole rest of a run's workflow).

@@ -18,6 +18,7 @@ OLDEST_PENDING_REVIEW = "OldestPendingReviewAge"  # seconds, emitted by the revi
 EFFECTS_CONFIRMED = "EffectsConfirmed"
 EFFECTS_UNCONFIRMED = "EffectsUnconfirmed"
 RECEIVER_RATE_LIMITED = "ReceiverRateLimited"  # a receiver (GitHub) answered a rate limit; the run waits it out
+RECEIVER_PACED = "ReceiverPaced"  # a write held back by the token's write budget before it was sent
 MODEL_CALLS = "ModelCalls"  # calls a model-backed planner made
 MODEL_INPUT_TOKENS = "ModelInputTokens"
 MODEL_OUTPUT_TOKENS = "ModelOutputTokens"

@@ -135,6 +135,11 @@ class BuildWaitPort(Protocol):
     def waiting_for_room(self, limit: int) -> list[BuildWait]:
         """The oldest waits for room, longest waiting first."""
 
+    def mark_build_ended(self, at: str) -> None:
+        """A build of the project ended at `at` (ISO time): the queue for room moves."""
+
+    def last_build_ended(self) -> str | None: ...
+
 
 class SourcePort(Protocol):
     def snapshot(self, repository: str) -> SourceSnapshot: ...
@@ -178,12 +183,19 @@ class ReceiverErrorResponse(ReceiverError):
 
 
 class ReceiverRateLimitedError(ReceiverErrorResponse):
-    """`retry_after_s`: how long the receiver asked to wait; None when it named no time."""
+    """`retry_after_s`: how long the receiver asked to wait; None when it named no time. `paced`:
+    not sent at all, held back by the write budget (pacing.py) before it could meet the limit."""
 
     def __init__(self, message: str, response: dict[str, Any] | None = None,
-                 retry_after_s: float | None = None) -> None:
+                 retry_after_s: float | None = None, paced: bool = False) -> None:
         super().__init__(message, response)
         self.retry_after_s = retry_after_s
+        self.paced = paced
+
+
+class WriteBudgetPort(Protocol):
+    def take(self, requests: int) -> float:
+        """Take `requests` from the budget: 0 when taken, else the seconds until it has room (nothing taken)."""
 
 
 class ReceiverNoResponseError(ReceiverError):

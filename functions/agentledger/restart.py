@@ -193,8 +193,8 @@ WHY_A_PERSON: dict[str, str] = {
     EffectRejectedError.__name__: "the receiver refused an external write; fix its configuration",
     EffectRateLimitedError.__name__: "the receiver's rate limit asks for a longer wait than a run spends on it; "
                                      "resume the run once the limit has passed (the error names the wait)",
-    BuildQueueTimeoutError.__name__: "no test build could start: the project's concurrent builds stayed in use "
-                                     "for longer than a build may queue; resume once they are free",
+    BuildQueueTimeoutError.__name__: "no test build could start: the project's builds hold every slot and none "
+                                     "has ended for hours; check CodeBuild, stop the stuck builds, then resume",
     VerificationFailedError.__name__: "the test run failed; see test-output.txt and test-results.json",
     GenerationFailedError.__name__: "the build that writes and checks the candidate tests did not finish; "
                                     "see generation-output.txt",

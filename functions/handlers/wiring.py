@@ -21,6 +21,7 @@ from agentledger import metric_names
 from agentledger.adapters.codebuild import CodeBuildBuilds, CodeBuildStatus, SecretParameters
 from agentledger.adapters.dynamodb_build_waits import BuildWaitTable
 from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.adapters.dynamodb_write_budget import WriteBudgetTable
 from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests, SnsNotifications
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.adapters.s3_artifacts import ArtifactStore
@@ -47,6 +48,8 @@ from agentledger.config import (
 )
 from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
+from agentledger.limits import GITHUB_CONTENT_BUDGET
+from agentledger.pacing import PacedReceiver
 from agentledger.ports import Receiver
 from agentledger.service import RunService
 from agentledger.workflow import Workflow
@@ -196,8 +199,11 @@ def _receivers(settings: NotificationSettings) -> dict[str, Receiver]:
     if isinstance(settings, EffectSettings) and settings.github_repository:
         token = parameters.get_secret(settings.github_token_secret_arn, max_age=TOKEN_CACHE_SECONDS)
         github = GitHubApi(settings.github_api_url, settings.github_repository, str(token), RECEIVER_TIMEOUT_SECONDS)
-        receivers["tickets"] = GitHubIssues(github)
-        receivers["pull_requests"] = GitHubPullRequests(github, settings.github_base_branch)
+        # Both spend the one token's budget.
+        budget = WriteBudgetTable(settings.idempotency_table, _dynamodb(), "github", GITHUB_CONTENT_BUDGET)
+        receivers["tickets"] = PacedReceiver(GitHubIssues(github), budget, GitHubIssues.CONTENT_REQUESTS)
+        receivers["pull_requests"] = PacedReceiver(GitHubPullRequests(github, settings.github_base_branch), budget,
+                                                   GitHubPullRequests.CONTENT_REQUESTS)
     return receivers
 
 

@@ -449,8 +449,10 @@ _LEDGER_ACTIONS = {
     Access.READ: ["dynamodb:GetItem", "dynamodb:Query"],
     Access.READ_WRITE: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
 }
-# The build waits: parked (PutItem), taken once (a conditional DeleteItem), read by build (Query).
-_BUILD_WAIT_ACTIONS = ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"]
+# The build waits: parked (PutItem), taken once (a conditional DeleteItem), read by build (Query);
+# and when a build last ended (UpdateItem by the end, GetItem by a parking: is the queue moving?).
+_BUILD_WAIT_ACTIONS = ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem",
+                       "dynamodb:GetItem"]
 # Powertools idempotency: reads, puts and updates its record, and deletes it when the call failed.
 _IDEMPOTENCY_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 

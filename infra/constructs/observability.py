@@ -143,6 +143,7 @@ class Observability(Construct):
                         _metric(metric_names.EFFECTS_CONFIRMED),
                         _metric(metric_names.EFFECTS_UNCONFIRMED),
                         _metric(metric_names.RECEIVER_RATE_LIMITED),
+                        _metric(metric_names.RECEIVER_PACED),
                     ),
                     _graph("Stale plans rejected", _metric(metric_names.STALE_PLANS_REJECTED)),
                     _graph(

@@ -11,13 +11,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from agentledger.adapters.dynamodb_build_waits import TTL_ATTRIBUTE as BUILD_WAIT_TTL_ATTRIBUTE
+from agentledger.adapters.dynamodb_write_budget import TTL_ATTRIBUTE as IDEMPOTENCY_TTL_ATTRIBUTE
+
 # Sparse indexes over the ledger: only run items carry these attributes.
 LEDGER_INDEXES = {
     "by_status": ("run_status", "created_key"),
     "by_time": ("entity", "created_key"),
 }
-IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"  # Powertools' default expiry attribute
-BUILD_WAIT_TTL_ATTRIBUTE = "expires_at"  # adapters/dynamodb_build_waits.py
 NONCURRENT_ARTIFACT_RETENTION = Duration.days(30)
 ACCESS_LOG_RETENTION = Duration.days(365)
 INCOMPLETE_UPLOAD_TIMEOUT = Duration.days(1)

@@ -184,7 +184,15 @@ class InMemoryBuildWaits:
 
     def __init__(self) -> None:
         self.parked: dict[tuple[str | None, str, str, Stage], BuildWait] = {}
+        self.last_end: str | None = None
         self._lock = threading.Lock()
+
+    def mark_build_ended(self, at: str) -> None:
+        with self._lock:
+            self.last_end = max(self.last_end or at, at)
+
+    def last_build_ended(self) -> str | None:
+        return self.last_end
 
     @staticmethod
     def _key(wait: BuildWait) -> tuple[str | None, str, str, Stage]:

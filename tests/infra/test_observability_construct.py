@@ -19,6 +19,7 @@ DASHBOARD_METRICS = [
     metric_names.DUPLICATED_SIDE_EFFECTS,
     metric_names.DUPLICATES_SUPPRESSED,
     metric_names.STALE_PLANS_REJECTED,
+    metric_names.RECEIVER_PACED,
     metric_names.TIME_TO_HANDOFF,
     metric_names.STAGE_DURATION,
     metric_names.REVIEW_WAIT,

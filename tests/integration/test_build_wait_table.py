@@ -62,3 +62,12 @@ def test_an_expired_parking_is_not_offered(dynamodb: Any) -> None:
     table.park(_wait("run-a", "2026-12-06T10:00:01+00:00", "gone"), -1)  # its task timed out long ago
     table.park(_wait("run-b", "2026-12-06T10:00:02+00:00", "live"), 60)
     assert [wait.task_token for wait in table.waiting_for_room(5)] == ["live"]
+
+
+def test_the_last_build_end_only_moves_forward(dynamodb: Any) -> None:
+    table = BuildWaitTable(TABLE, dynamodb)
+    assert table.last_build_ended() is None
+    table.mark_build_ended("2026-12-06T10:00:02.000+00:00")
+    table.mark_build_ended("2026-12-06T10:00:01.000+00:00")  # an event delivered late
+    assert table.last_build_ended() == "2026-12-06T10:00:02.000+00:00"
+    assert table.waiting_for_room(5) == []  # not a wait

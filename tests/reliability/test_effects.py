@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentledger.faults import EFFECT_CRASH_POINTS
+from agentledger.limits import GITHUB_CONTENT_BUDGET
 
 pytestmark = pytest.mark.reliability
 
@@ -144,6 +145,26 @@ def test_a_github_rate_limit_is_waited_out_by_the_state_machine_and_the_run_comp
     entered = [event["stateEnteredEventDetails"]["name"] for event in runtime.execution_history(f"{run_id}-start")
                if "stateEnteredEventDetails" in event]
     assert entered.count("Wait out the pull request's rate limit") == 1  # waited there, not in a function
+
+
+def test_when_the_tokens_write_budget_is_spent_a_pull_request_waits_for_the_next_window_unsent(
+        driver, runtime, sample_repo):
+    """Other runs spent this minute's budget of GitHub content requests (80): the pull request is
+    not sent into GitHub's limit; it waits, then is sent once."""
+    run_id = driver.start(sample_repo)
+    driver.wait(run_id)
+    minute = int(time.time() // 60) * 60
+    runtime.client("dynamodb").put_item(TableName=runtime.output("IdempotencyTableName"), Item={
+        "id": {"S": f"budget#github#60#{minute}"}, "used": {"N": str(GITHUB_CONTENT_BUDGET.per_minute)},
+        "expiration": {"N": str(minute + 3600)}})
+    assert driver.review(run_id).status == 200
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=180) == "SUCCEEDED"
+
+    waits = [d["details"] for d in driver.view(run_id)["decisions"] if d["kind"] == "rate_limited"]
+    assert [(wait["effect"], wait["paced"]) for wait in waits][:1] == [("pull_request", True)]
+    assert 0 < waits[0]["wait_s"] <= 60
+    assert runtime.github.writes_received(_keys_of(run_id, "pull_request")) == 1  # nothing sent while paced
+    assert list(_pulls_at_receiver(runtime, run_id).values()) == [1]
 
 
 def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, runtime, sample_repo):

@@ -1,14 +1,18 @@
 """A stage parked on its build: woken by the build's end, once; the room a build frees goes to the
-stage that asked for a build first; a build that ended before the parking is not waited for."""
+stage that asked for a build first; a build that ended before the parking is not waited for; a
+queue that moves is waited in however long, and one that stopped moving goes to a person."""
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from agentledger.errors import BuildWaitNotNeededError
-from agentledger.models import Stage
-from agentledger.workflow.build_waits import BuildEnds, BuildParking
+from agentledger.errors import BuildQueueTimeoutError, BuildWaitNotNeededError
+from agentledger.models import Stage, utc_now
+from agentledger.restart import classify
+from agentledger.states import FailureKind
+from agentledger.workflow.build_waits import QUEUE_STALL_S, BuildEnds, BuildParking
 from agentledger.workflow.builds import BUILD_END_FALLBACK_SECONDS, ROOM_FALLBACK_SECONDS
 from tests.fakes.adapters import InMemoryBuildWaits
 from tests.fakes.world import World, build_world
@@ -115,3 +119,40 @@ def test_a_stage_parked_again_is_answered_on_its_newest_token_only(world: World,
         parking.park(run_id, Stage.VERIFY, token, ROOM_FALLBACK_SECONDS)
     assert _ends(world, waits).build_ended("other-build:1") == {"woken": 0, "given_room": 1}
     assert [token for _, token, _ in world.executions.answered("success")] == ["token-new"]
+
+
+def _queued_hours_ago(world: World, waits: InMemoryBuildWaits, hours: float) -> tuple[str, BuildParking]:
+    run_id = _at_verify(world, "key-1")
+    world.builds.refusals = 1
+    _look(world, run_id)
+    test_run = world.ledger.load(run_id).latest_test_run(Stage.VERIFY)
+    assert test_run is not None
+    world.ledger.append(run_id, test_run.model_copy(update={"created_at": _ago(hours)}))
+    return run_id, _parking(world, waits)
+
+
+def _ago(hours: float) -> str:
+    return (datetime.now(UTC) - timedelta(hours=hours)).isoformat()
+
+
+def test_a_long_queue_that_moves_is_waited_in_however_long_it_is(world: World, waits: InMemoryBuildWaits) -> None:
+    run_id, parking = _queued_hours_ago(world, waits, QUEUE_STALL_S / 3600 * 3)  # a day's flood of runs
+    waits.mark_build_ended(_ago(0.1))
+    assert parking.park(run_id, Stage.VERIFY, "token-1", ROOM_FALLBACK_SECONDS)["parked"]
+
+
+def test_a_queue_no_build_has_left_for_hours_is_stuck_and_its_stage_goes_to_a_person(
+        world: World, waits: InMemoryBuildWaits) -> None:
+    run_id, parking = _queued_hours_ago(world, waits, QUEUE_STALL_S / 3600 + 1)
+    waits.mark_build_ended(_ago(QUEUE_STALL_S / 3600 + 0.5))
+    with pytest.raises(BuildQueueTimeoutError, match="no build of the project has ended") as stuck:
+        parking.park(run_id, Stage.VERIFY, "token-1", ROOM_FALLBACK_SECONDS)
+    assert not waits.parked
+    classified = classify(type(stuck.value).__name__, str(stuck.value), 0, 1)
+    assert classified.kind == FailureKind.NEEDS_PERSON and "stuck builds" in classified.reason
+
+
+def test_the_end_of_any_build_marks_the_queue_as_moving(world: World, waits: InMemoryBuildWaits) -> None:
+    before = utc_now()
+    _ends(world, waits).build_ended("other-build:1")
+    assert waits.last_build_ended() is not None and waits.last_build_ended() >= before

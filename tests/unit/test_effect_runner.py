@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentledger.effects import MAX_RATE_LIMIT_WAITS
+from agentledger.effects import MAX_PACED_WAIT_S, MAX_RATE_LIMIT_WAIT_S, MAX_RATE_LIMIT_WAITS
 from agentledger.errors import (
     EffectFailedError,
     EffectInProgressError,
@@ -21,6 +21,7 @@ from agentledger.errors import (
     StaleContextError,
 )
 from agentledger.models import DecisionKind, EffectStatus, Handoff, RunStatus
+from agentledger.pacing import PacedReceiver
 from agentledger.ports import (
     Confirmation,
     ReceiverNoResponseError,
@@ -225,3 +226,53 @@ def test_the_same_effect_for_another_run_is_a_separate_write(world: World) -> No
     world.effects.deliver(other, other_execution, "ticket")
     assert world.tracker.writes == 2
     assert _effect(world, run_id).key != _effect(world, other).key
+
+
+class ScriptedBudget:
+    """The token's write budget, answering each take with the next wait of its script (0: taken)."""
+
+    def __init__(self, *waits: float) -> None:
+        self.waits = list(waits)
+        self.taken: list[int] = []
+
+    def take(self, requests: int) -> float:
+        wait = self.waits.pop(0) if self.waits else 0.0
+        if not wait:
+            self.taken.append(requests)
+        return wait
+
+
+def _paced(world: World, budget: ScriptedBudget) -> None:
+    world.effects.receivers["tickets"] = PacedReceiver(world.effects.receivers["tickets"], budget, 3)
+
+
+def test_a_write_past_the_tokens_budget_is_not_sent_and_waits_for_the_next_window_in_turns(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    budget = ScriptedBudget(3000.2, 40.5)  # the hour's budget is spent; then the minute's
+    _paced(world, budget)
+
+    first = world.effects.deliver(run_id, execution, "ticket")
+    second = world.effects.deliver(run_id, execution, "ticket")
+    delivered = world.effects.deliver(run_id, execution, "ticket")
+
+    assert [first["status"], second["status"]] == ["rate_limited", "rate_limited"]
+    # Waited in turns the state machine's Wait state takes: at most 15 minutes, whatever the window.
+    assert (first["retry_after_s"], second["retry_after_s"]) == (MAX_RATE_LIMIT_WAIT_S, 41)
+    assert world.tracker.writes == 1 and budget.taken == [3]  # sent once, when the budget had room
+    assert delivered["status"] == "confirmed" and world.tracker.copies(delivered["key"]) == 1
+    paced = [d.details for d in world.ledger.load(run_id).decisions if d.kind == DecisionKind.RATE_LIMITED]
+    assert [detail["paced"] for detail in paced] == [True, True]
+    assert world.metrics.counts["ReceiverPaced"] == 2 and not world.metrics.counts["ReceiverRateLimited"]
+
+
+def test_turns_in_the_budgets_queue_are_not_limits_met_but_a_day_of_them_goes_to_a_person(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    turns = MAX_PACED_WAIT_S // MAX_RATE_LIMIT_WAIT_S
+    _paced(world, ScriptedBudget(*[3600.0] * (turns + 1)))
+    for _ in range(turns):  # far more than the limits a run meets before a person is asked
+        assert world.effects.deliver(run_id, execution, "ticket")["status"] == "rate_limited"
+    assert turns > MAX_RATE_LIMIT_WAITS
+
+    with pytest.raises(EffectRateLimitedError, match="write budget"):
+        world.effects.deliver(run_id, execution, "ticket")
+    assert world.tracker.writes == 0

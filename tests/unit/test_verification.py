@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import io
 import tarfile
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentledger.errors import (
-    BuildQueueTimeoutError,
     NoTestsRanError,
     TestConfigurationError,
     VerificationFailedError,
@@ -19,7 +17,6 @@ from agentledger.errors import (
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
-from agentledger.states import FailureKind
 from agentledger.testrun import layout
 from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive
@@ -96,22 +93,6 @@ def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_pol
     assert len(world.builds.verifies) == 1
     stage = world.ledger.load(run_id).stages["verify"]
     assert (stage.status, stage.attempt) == (StageStatus.COMPLETE, 1)  # not a failure, nor a person's
-
-
-def test_a_build_the_service_has_no_room_for_longer_than_a_build_may_queue_goes_to_a_person(
-        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    run_id, execution = _to_verify(world)
-    world.builds.refusals = 2
-    assert not world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
-    later = (datetime.now(UTC) + timedelta(seconds=builds.BUILD_QUEUE_LIMIT_SECONDS + 60)).isoformat()
-    monkeypatch.setattr(builds, "utc_now", lambda: later)
-
-    with pytest.raises(BuildQueueTimeoutError, match="no room for test build") as refused:
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
-    # A retry would meet the same full queue at once: a person decides (more builds, or later).
-    classified = classify(type(refused.value).__name__, str(refused.value), 0, 1)
-    assert classified.kind == FailureKind.NEEDS_PERSON and "concurrent builds" in classified.reason
-    assert not world.builds.verifies
 
 
 def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, crash_once: Any) -> None:

@@ -14,6 +14,7 @@ from ..models import Stage
 from ..ports import BuildWait
 
 ROOM_PK = "room"
+LAST_END_KEY = {"pk": "room-moved", "sk": "last build end"}
 TTL_ATTRIBUTE = "expires_at"
 
 
@@ -43,6 +44,19 @@ class BuildWaitTable:
                 return False
             raise
         return True
+
+    def mark_build_ended(self, at: str) -> None:
+        try:
+            self._table.update_item(Key=LAST_END_KEY, UpdateExpression="SET ended_at = :at",
+                                    ConditionExpression="attribute_not_exists(ended_at) OR ended_at < :at",
+                                    ExpressionAttributeValues={":at": at})
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":  # a later end was marked
+                raise
+
+    def last_build_ended(self) -> str | None:
+        item = self._table.get_item(Key=LAST_END_KEY).get("Item")
+        return None if item is None else str(item["ended_at"])
 
     def waiting_for(self, build_id: str) -> list[BuildWait]:
         return self._query(f"build#{build_id}", None)

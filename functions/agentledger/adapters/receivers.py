@@ -155,6 +155,7 @@ class GitHubIssues:
     consistent read, unlike the search API) and matching the key marker."""
 
     name = "github-issues"
+    CONTENT_REQUESTS = 1  # what one send spends of the token's content-creation budget: the POST of the issue
 
     def __init__(self, api: GitHubApi) -> None:
         self._api = api
@@ -195,6 +196,7 @@ class GitHubPullRequests:
     It is found again by listing pull requests with that head branch and matching the marker."""
 
     name = "github-pulls"
+    CONTENT_REQUESTS = 4  # the tree, the commit, the branch and the pull request
 
     def __init__(self, api: GitHubApi, base_branch: str) -> None:
         self._api = api

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import BuildWaitNotNeededError
-from ..models import Stage
+from ..errors import BuildQueueTimeoutError, BuildWaitNotNeededError
+from ..models import Stage, utc_now
 from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort, LedgerPort
 from ..states import BuildStatus
+from .handoff import seconds_between
 
 # A parking whose task is already over (its fallback looked first) is passed over for the next.
 ROOM_OFFERS = 5
 # A parking outlives its task's timeout by this much, then the table's TTL removes it.
 PARKING_MARGIN_S = 300
+# A queue for room that has not moved for this long is stuck (builds end by their timeout, so
+# builds that hold the room and never end mean CodeBuild is failing): its stages go to a person.
+# A queue that moves is waited in however long it is: 10,000 runs at 10 builds at once take a day.
+QUEUE_STALL_S = 8 * 3600
 
 
 class BuildParking:
@@ -39,12 +44,24 @@ class BuildParking:
         if test_run is None or test_run.status != BuildStatus.IN_PROGRESS:
             raise BuildWaitNotNeededError(f"{run_id} has no {stage.value} build to wait for")
         wait = BuildWait(run_id, stage, task_token, test_run.created_at, test_run.build_id)
+        if wait.build_id is None:
+            self._require_moving_queue(wait)
         self.waits.park(wait, timeout_s + PARKING_MARGIN_S)
         if wait.build_id is not None and self.builds.status(wait.build_id) != BuildStatus.IN_PROGRESS \
                 and self.waits.take(wait):
             # It ended between the stage's look and this parking: its event found no one parked.
             raise BuildWaitNotNeededError(f"build {wait.build_id} ended before its wait was parked")
         return {"parked": True, "build_id": wait.build_id}
+
+    def _require_moving_queue(self, wait: BuildWait) -> None:
+        now = utc_now()
+        moved = self.waits.last_build_ended()
+        waited_s, still_s = seconds_between(wait.queued_at, now), seconds_between(moved or wait.queued_at, now)
+        if waited_s > QUEUE_STALL_S and still_s > QUEUE_STALL_S:
+            raise BuildQueueTimeoutError(
+                f"{wait.stage.value} has waited {int(waited_s)} s for room to start its build, and no build of the "
+                f"project has ended for {int(still_s)} s (at most {QUEUE_STALL_S} s): the builds that hold the room "
+                "are not ending")
 
 
 class BuildEnds:
@@ -56,6 +73,7 @@ class BuildEnds:
         self.executions = executions
 
     def build_ended(self, build_id: str) -> dict[str, int]:
+        self.waits.mark_build_ended(utc_now())
         woken = sum(1 for wait in self.waits.waiting_for(build_id)
                     if self.waits.take(wait) and self.executions.succeed_task(wait.task_token, {"woken_by": build_id}))
         given_room = 0

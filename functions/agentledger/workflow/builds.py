@@ -1,5 +1,6 @@
 """A stage's build in the sandbox (CodeBuild on AWS, the local sandbox locally): package the
-inputs, start one build per input digest, poll it, and hand back what it uploaded.
+inputs, start one build per input digest, look at it when its end wakes the stage (build_waits.py),
+and hand back what it uploaded.
 
 Two stages run builds: execute (writing candidate tests and filtering them) and verify (the
 suite). Both run untrusted code, so what comes back is bounded by the caller that reads it, and
@@ -12,13 +13,12 @@ import io
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from agentledger.artifacts import stage_prefix
 
 from .. import faults
-from ..errors import BuildQueueTimeoutError, TestConfigurationError
+from ..errors import TestConfigurationError
 from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
@@ -38,12 +38,12 @@ DRIVER_FILES: dict[str, Path] = {
 INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
 # How long the state machine's parked wait lasts before it looks itself: CodeBuild's state-change
 # event wakes it as soon as the build ends (workflow/build_waits.py), so this is only what a lost
-# event costs. A wait for room is also woken by the end of any other build; the shorter fallback
-# covers a build that ended between the refused start and the parking.
+# event costs. A wait for room is woken by the end of another build, oldest first; its fallback
+# covers a build that ended between the refused start and the parking, and is as long, so that
+# stages waiting for room do not take it out of their turn (10,000 waiting stages looking every
+# minute would be 170 looks a second).
 BUILD_END_FALLBACK_SECONDS = 300
-ROOM_FALLBACK_SECONDS = 60
-# As long as CodeBuild itself lets a build queue (queuedTimeoutInMinutes, at most 8 hours).
-BUILD_QUEUE_LIMIT_SECONDS = 8 * 3600
+ROOM_FALLBACK_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -130,14 +130,8 @@ class Builds:
             run, test_run = self._start(run, execution, test_run, inputs, look_for_earlier=intended_before)
             if test_run.build_id is None:
                 # No room for another build now: the stage waits in the queue, in the order the
-                # builds were asked for, and the next look starts it (or finds the one a lost answer
-                # started). The queue is bounded as CodeBuild bounds its own.
-                waited_s = _waited_s(test_run)
-                if waited_s > BUILD_QUEUE_LIMIT_SECONDS:
-                    raise BuildQueueTimeoutError(
-                        f"the build service has had no room for {inputs.label} build {inputs.digest[:12]} for "
-                        f"{int(waited_s)} s (at most {BUILD_QUEUE_LIMIT_SECONDS} s): the project's concurrent "
-                        "builds stayed in use")
+                # builds were asked for (build_waits.py, which also notices a queue that stopped
+                # moving), and the next look starts it (or finds the one a lost answer started).
                 return BuildProgress(run, test_run, poll_after_s=ROOM_FALLBACK_SECONDS)
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
@@ -218,11 +212,6 @@ def package(members: dict[str, bytes]) -> bytes:
             info.size, info.mode, info.mtime = len(data), 0o644, MEMBER_MTIME
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-def _waited_s(test_run: TestRun) -> float:
-    """Since the build was prepared."""
-    return (datetime.fromisoformat(utc_now()) - datetime.fromisoformat(test_run.created_at)).total_seconds()
 
 
 def missing_output(test_run: TestRun) -> str:

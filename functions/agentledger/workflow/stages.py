@@ -48,7 +48,8 @@ class StageResult:
     records: list[Record] = field(default_factory=list)
     failure: Exception | None = None
     run: Run | None = None  # the run as the body left it, when the body wrote to the ledger itself
-    poll_after_s: int | None = None  # the work goes on elsewhere (a test build): come back after this
+    # The work goes on elsewhere (a test build): its end wakes the stage, or it looks after this.
+    poll_after_s: int | None = None
 
 
 def pending(run: Run, poll_after_s: int) -> StageResult:

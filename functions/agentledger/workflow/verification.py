@@ -1,5 +1,5 @@
 """The verify stage's test build: the suite on the source tree with the written tests, in the
-sandbox (workflow/builds.py starts and polls it), and what it uploaded read into results a person
+sandbox (workflow/builds.py starts it and reads it once it ended), and what it uploaded read into results a person
 can act on.
 
 The build runs untrusted code, so what comes back (result.json, JUnit XML, the output tail) is
@@ -95,7 +95,8 @@ class TestReport(BaseModel):
 
 @dataclass
 class VerifyProgress:
-    """Where the verify build stands: still running (poll again after `poll_after_s`), or
+    """Where the verify build stands: still running (its end wakes the stage, at the latest after
+    `poll_after_s`), or
     finished with the artifacts to commit and the failure to raise, if any."""
 
     run: Run

@@ -1,0 +1,51 @@
+"""The token's write budget on DynamoDB (moto): takes within a window are granted until it is
+spent, never past it, even when runs take at once; a refusal names the wait until the window ends
+and takes nothing."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from agentledger.adapters.dynamodb_write_budget import WriteBudgetTable
+from agentledger.limits import WriteBudget
+from infra.local import dynamodb_lock
+
+pytestmark = pytest.mark.integration
+TABLE = "idempotency"
+
+
+@pytest.fixture
+def dynamodb() -> Iterator[Any]:
+    """DynamoDB's conditional writes are atomic; moto's are once serialized, as the local stack does."""
+    undo = dynamodb_lock.install()
+    with mock_aws():
+        resource = boto3.resource("dynamodb", region_name="us-east-1")
+        resource.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+                              KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                              AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}])
+        yield resource
+    undo()
+
+
+def test_a_minutes_budget_is_granted_until_spent_and_then_names_the_wait_to_the_next_minute(dynamodb: Any) -> None:
+    budget = WriteBudgetTable(TABLE, dynamodb, "github", WriteBudget(per_minute=9, per_hour=500))
+    if 60 - time.time() % 60 < 5:  # all of the takes within one minute
+        time.sleep(6)
+    assert [budget.take(4), budget.take(4)] == [0.0, 0.0]
+    refused = budget.take(4)  # 8 taken, 4 more would make 12
+    assert 0 < refused <= 60
+    assert budget.take(1) == 0.0  # the refusal took nothing: 9 now
+
+
+def test_runs_taking_at_once_never_spend_more_than_the_hours_budget(dynamodb: Any) -> None:
+    budget = WriteBudgetTable(TABLE, dynamodb, "github", WriteBudget(per_minute=1000, per_hour=20))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        waits = list(pool.map(lambda _: budget.take(4), range(12)))
+    assert sum(1 for wait in waits if wait == 0.0) == 5  # 5 x 4 = 20
+    assert all(0 < wait <= 3600 for wait in waits if wait)
