@@ -10,16 +10,28 @@ next window. The state machine waits it out in its Wait state, in turns of at mo
 and sends again."""
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from typing import Any
 
 from .ports import Confirmation, Receiver, ReceiverRateLimitedError, WriteBudgetPort
 
+# Every write held back in a window would ask again the moment it ends, all at once (a burst on the
+# budget's counter and on the state machine): each waits up to this much longer, at random.
+JITTER_S = 30.0
+
+
+def _jitter() -> float:
+    return random.uniform(0, JITTER_S)  # noqa: S311 — spreading retries, not a secret
+
 
 class PacedReceiver:
-    def __init__(self, receiver: Receiver, budget: WriteBudgetPort, requests_per_send: int) -> None:
+    def __init__(self, receiver: Receiver, budget: WriteBudgetPort, requests_per_send: int,
+                 jitter: Callable[[], float] = _jitter) -> None:
         self.receiver = receiver
         self.budget = budget
         self.requests_per_send = requests_per_send
+        self.jitter = jitter
         self.name = receiver.name
 
     def find(self, key: str) -> list[Confirmation]:
@@ -28,6 +40,7 @@ class PacedReceiver:
     def send(self, key: str, payload: dict[str, Any]) -> Confirmation:
         wait_s = self.budget.take(self.requests_per_send)
         if wait_s > 0:
+            wait_s += self.jitter()
             raise ReceiverRateLimitedError(
                 f"{self.name}: the token's write budget is spent; {self.requests_per_send} request(s) wait "
                 f"{wait_s:.0f} s for the next window", retry_after_s=wait_s, paced=True)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentledger.adapters.codebuild import ENDED_BUILD_STATUSES
 from agentledger.config import BuildEndedSettings, BuildWatchSettings
 from agentledger.models import Stage
+from agentledger.ports import BuildWait
 
 from .events import StageEvent
 from .wiring import build_ends, build_parking, lambda_handler, logger
@@ -19,6 +20,9 @@ class BuildWatchEvent(StageEvent):
     stage: Literal["execute", "verify"]
     task_token: str = Field(min_length=1)
     poll_after_s: int = Field(ge=1, le=86_400)  # the task's timeout: then it looks at the build itself
+    build_id: str | None = Field(max_length=300)  # None: not started yet, waiting for room
+    # When the build was asked for (the ledger's UTC time): its place in the queue for room.
+    queued_at: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?\+00:00$")
 
 
 class BuildStateChange(BaseModel):
@@ -37,7 +41,8 @@ class BuildStateChangeEvent(EventBridgeModel):
 def watch(event: BuildWatchEvent, context: LambdaContext, settings: BuildWatchSettings) -> dict[str, Any]:
     """The state machine's task: park until the stage's build ends (or room frees to start it)."""
     logger.append_keys(stage=event.stage, execution=event.execution)
-    parked = build_parking(settings).park(event.run_id, Stage(event.stage), event.task_token, event.poll_after_s)
+    wait = BuildWait(event.run_id, Stage(event.stage), event.task_token, event.queued_at, event.build_id)
+    parked = build_parking(settings).park(wait, event.poll_after_s)
     logger.info("build wait", extra=parked)
     return parked
 

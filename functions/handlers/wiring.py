@@ -165,9 +165,7 @@ def workflow(settings: WorkflowSettings) -> Workflow:
 
 @lru_cache(maxsize=8)
 def build_parking(settings: BuildWatchSettings) -> BuildParking:
-    ledger, _, _ = _stores(settings)
-    return BuildParking(ledger, CodeBuildStatus(_client("codebuild")),
-                        BuildWaitTable(settings.build_wait_table, _dynamodb()))
+    return BuildParking(CodeBuildStatus(_client("codebuild")), BuildWaitTable(settings.build_wait_table, _dynamodb()))
 
 
 @lru_cache(maxsize=8)

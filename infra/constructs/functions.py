@@ -155,7 +155,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
         # Parks a stage's wait for its build, and looks at the build once parked. It answers no
         # task itself (a build already over fails its invocation, which the state machine catches).
         artifacts=Access.NONE,
-        ledger=Access.READ,
+        ledger=Access.NONE,
         runs_workflow=False,
         reads_test_builds=True,
         build_waits=True,

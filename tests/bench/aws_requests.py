@@ -5,11 +5,15 @@ How the requests are counted: tests/bench/request_counter.py.
 The floor: the fewest requests a run of this shape needs, whatever the code, given what the design
 requires (every fact in the ledger before it is acted on, every change a conditional write, every
 external write keyed and confirmed). With I the Lambda invocations that work on the run, X its
-executions, T its state transitions, S its committed stages, B its test builds, V its verify
-invocations, A its artifacts, E its effects (N of them notifications) and R the review answers:
+executions, T its state transitions, S its committed stages, B its test builds, W the waits
+parked on them, V its verify invocations (a wait for verify's build among them), A its artifacts,
+E its effects (N of them notifications) and R the review answers:
 
-- DynamoDB, I + R reads and 1 + X + T + S + B + R + 4E writes. Each invocation, and the API
-  answering a review, reads the run once (the ledger is the state; payloads carry only ids). The
+- DynamoDB, I - W + R + 2B reads and 1 + X + T + S + B + R + 4E + W + 2B writes. Each invocation
+  but a wait's, and the API answering a review, reads the run once (the ledger is the state;
+  payloads carry only ids; a wait is told its build by the stage's answer). A wait parks once;
+  each build's end reads what waits on it and the queue for room, takes the parking and marks
+  the queue as moving. The
   run is created with one conditional put (its id derives from the Idempotency-Key, so that put is
   the request's idempotency too); each execution records its assessment (a decision); each
   transition is one conditional write and each stage commits its outputs and evidence in one; a
@@ -19,8 +23,10 @@ invocations, A its artifacts, E its effects (N of them notifications) and R the 
 - S3, A puts and G gets: one put per artifact, and one get per input a step consumes: the plan
   reads the inventory, execute the plan, verify the written files and each build's results, the
   pull request the written files (G = 5 for a run that writes tests and opens a pull request).
-- Step Functions, X + R: each execution is started once, each review answer sent once.
-- CodeBuild, B + V: one StartBuild per build and one BatchGetBuilds per verify invocation.
+- Step Functions, X + R + B: each execution is started once, each review answer sent once, and
+  each build's end answers the wait parked on it once.
+- CodeBuild, B + V: one StartBuild per build and one BatchGetBuilds per verify invocation (the
+  wait looks once after parking: the build may have ended before).
 - SNS, N: one Publish per notification (its FIFO deduplication id is the idempotency key).
 - Lambda, Secrets Manager, CloudWatch, CloudWatch Logs: 0 on a warm run (a function reads its
   secrets once per container and keeps them five minutes; a cold run shows the reads).
@@ -38,7 +44,7 @@ from agentledger.states import EFFECTS
 from .client import BenchClient, FullRun
 from .report import Table, Target, ratio, short_function_name
 from .request_counter import ENGINE, SERVICES, Request, RequestCounter
-from .timeline import Timeline, timeline
+from .timeline import BUILD_WAIT_STATES, Timeline, timeline
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class RunShape:
     transitions: int  # T
     stages_committed: int  # S
     builds: int  # B
+    build_waits: int  # W
     verify_invocations: int  # V
     artifacts: int  # A
     consumed_inputs: int  # G
@@ -69,6 +76,7 @@ class RunShape:
             transitions=sum(1 for t in view["transitions"] if t["from_state"] != t["to_state"]),
             stages_committed=len(stages),
             builds=builds,
+            build_waits=sum(1 for invocation in executed.invocations if invocation.state in BUILD_WAIT_STATES),
             verify_invocations=len(executed.invocations_of("verify")),
             artifacts=len(view["artifacts"]),
             consumed_inputs=("plan" in stages) + ("execute" in stages) + 2 * builds + opened_pull_request,
@@ -78,11 +86,12 @@ class RunShape:
         )
 
     def floor(self) -> dict[str, int]:
-        reads = self.invocations + self.review_answers
+        reads = self.invocations - self.build_waits + self.review_answers + 2 * self.builds
         writes = (1 + self.executions + self.transitions + self.stages_committed + self.builds
-                  + self.review_answers + 4 * self.effects)
+                  + self.review_answers + 4 * self.effects + self.build_waits + 2 * self.builds)
         return {"dynamodb": reads + writes, "s3": self.artifacts + self.consumed_inputs,
-                "sfn": self.executions + self.review_answers, "codebuild": self.builds + self.verify_invocations,
+                "sfn": self.executions + self.review_answers + self.builds,
+                "codebuild": self.builds + self.verify_invocations,
                 "sns": self.notifications}
 
 
@@ -149,6 +158,7 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
     table.notes.append(
         f"floor for this run's shape: I={shape.invocations} invocations, X={shape.executions} execution(s), "
         f"T={shape.transitions} transitions, S={shape.stages_committed} stages, B={shape.builds} build(s), "
+        f"W={shape.build_waits} build wait(s), "
         f"V={shape.verify_invocations} verify invocations, A={shape.artifacts} artifacts, G={shape.consumed_inputs} "
         f"inputs read, E={shape.effects} effects (N={shape.notifications} notifications), R={shape.review_answers} "
         "review answer (derivation: tests/bench/aws_requests.py)")

@@ -1,8 +1,8 @@
 """(c) The bare engine: the same ASL file with a no-op function behind every task, replaying what
 the real functions answered in a recorded run, so moto's Step Functions interpreter and the
 local Lambda bridge walk the same states with the same payloads while no agentledger code runs.
-Comparing the two executions' working time (neither in Wait states nor with a reviewer) says how
-much of a run is the engine and how much is agentledger's work."""
+Comparing the two executions' working time (neither waiting, in Wait states or for a build, nor
+with a reviewer) says how much of a run is the engine and how much is agentledger's work."""
 from __future__ import annotations
 
 import io
@@ -52,7 +52,7 @@ def table(real: Timeline, bare: Timeline) -> Table:
     result.add("states entered", real.states_entered, bare.states_entered, "-")
     result.add("Lambda invocations", len(real.invocations), len(bare.invocations), "-")
     result.add("execution, start to end (s)", real.total_s, bare.total_s, "-")
-    result.add("  in Wait states (s)", real.waiting_s, bare.waiting_s, "-")
+    result.add("  in Wait states and build waits (s)", real.waiting_s, bare.waiting_s, "-")
     result.add("  a review token out with the reviewer (s)", real.reviewer_s, bare.reviewer_s, "-")
     result.add("working time (s)", real.working_s, bare.working_s, ratio(bare.working_s, real.working_s))
     result.add("working time per state entered (ms)", 1000 * real.working_s / max(real.states_entered, 1),

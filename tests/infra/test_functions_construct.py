@@ -251,14 +251,9 @@ def test_each_function_holds_exactly_the_dynamodb_actions_its_code_calls(functio
             "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
     if name in BUILD_WAITERS:
         # Parked (Put), taken once (a conditional Delete), read by build (Query), the last end
-        # marked (Update) and read (Get); the watch reads
-        # the run's ledger to learn what its stage waits for, and the build's end none of it.
+        # marked (Update) and read (Get); neither reads the ledger (the stage's answer names the build).
         expected = {json.dumps({"Fn::GetAtt": [build_waits, "Arn"]}): {
             "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"}}
-        if name == "WatchBuildFunction":
-            expected[json.dumps({"Fn::GetAtt": [ledger, "Arn"]})] = {"dynamodb:GetItem", "dynamodb:Query"}
-            expected[json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [ledger, "Arn"]}, "/index/*"]]})] = {
-                "dynamodb:Query"}
     assert by_resource == expected
 
 

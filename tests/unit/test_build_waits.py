@@ -10,6 +10,7 @@ import pytest
 
 from agentledger.errors import BuildQueueTimeoutError, BuildWaitNotNeededError
 from agentledger.models import Stage, utc_now
+from agentledger.ports import BuildWait
 from agentledger.restart import classify
 from agentledger.states import FailureKind
 from agentledger.workflow.build_waits import QUEUE_STALL_S, BuildEnds, BuildParking
@@ -29,7 +30,12 @@ def waits() -> InMemoryBuildWaits:
 
 
 def _parking(world: World, waits: InMemoryBuildWaits) -> BuildParking:
-    return BuildParking(world.ledger, world.builds, waits)
+    return BuildParking(world.builds, waits)
+
+
+def _wait(run_id: str, looked: dict, token: str) -> BuildWait:
+    """What the state machine hands the parking: the stage's answer, and the task's token."""
+    return BuildWait(run_id, Stage.VERIFY, token, looked["queued_at"], looked["build_id"])
 
 
 def _ends(world: World, waits: InMemoryBuildWaits) -> BuildEnds:
@@ -59,8 +65,9 @@ def test_a_running_build_parks_its_stage_until_the_build_ends_and_its_end_answer
     looked = _look(world, run_id)
     assert (looked["done"], looked["poll_after_s"]) == (False, BUILD_END_FALLBACK_SECONDS)
 
-    parked = _parking(world, waits).park(run_id, Stage.VERIFY, "token-1", looked["poll_after_s"])
+    parked = _parking(world, waits).park(_wait(run_id, looked, "token-1"), looked["poll_after_s"])
     build_id = _build_id(world, run_id)
+    assert looked["build_id"] == build_id
     assert parked == {"parked": True, "build_id": build_id}
     assert not world.executions.answers
 
@@ -76,17 +83,12 @@ def test_a_running_build_parks_its_stage_until_the_build_ends_and_its_end_answer
 def test_a_build_that_ended_before_its_stage_parked_is_not_waited_for(world: World, waits: InMemoryBuildWaits) -> None:
     world.builds.polls_before_done = 1
     run_id = _at_verify(world, "key-1")
-    assert not _look(world, run_id)["done"]  # started and still running when the stage looked
+    looked = _look(world, run_id)
+    assert not looked["done"]  # started and still running when the stage looked
     with pytest.raises(BuildWaitNotNeededError, match="ended before its wait was parked"):
-        _parking(world, waits).park(run_id, Stage.VERIFY, "token-1", BUILD_END_FALLBACK_SECONDS)
+        _parking(world, waits).park(_wait(run_id, looked, "token-1"), BUILD_END_FALLBACK_SECONDS)
     assert not waits.parked  # nothing left for a later event to answer
     assert _look(world, run_id)["done"]
-
-
-def test_a_stage_with_no_build_running_is_not_parked(world: World, waits: InMemoryBuildWaits) -> None:
-    run_id = _at_verify(world, "key-1")
-    with pytest.raises(BuildWaitNotNeededError, match="no verify build to wait for"):
-        _parking(world, waits).park(run_id, Stage.VERIFY, "token-1", BUILD_END_FALLBACK_SECONDS)
 
 
 def test_the_room_a_build_frees_goes_to_the_stage_that_asked_for_a_build_first(
@@ -96,8 +98,8 @@ def test_the_room_a_build_frees_goes_to_the_stage_that_asked_for_a_build_first(
     world.builds.refusals = 3
     for n, run_id in enumerate(queued):
         looked = _look(world, run_id)
-        assert (looked["done"], looked["poll_after_s"]) == (False, ROOM_FALLBACK_SECONDS)
-        assert parking.park(run_id, Stage.VERIFY, f"token-{n}", looked["poll_after_s"]) == {
+        assert (looked["done"], looked["poll_after_s"], looked["build_id"]) == (False, ROOM_FALLBACK_SECONDS, None)
+        assert parking.park(_wait(run_id, looked, f"token-{n}"), looked["poll_after_s"]) == {
             "parked": True, "build_id": None}
 
     ends = _ends(world, waits)
@@ -115,20 +117,13 @@ def test_a_stage_parked_again_is_answered_on_its_newest_token_only(world: World,
     run_id = _at_verify(world, "key-1")
     world.builds.refusals = 2
     for token in ("token-old", "token-new"):  # the first parking's task timed out, the stage looked again
-        _look(world, run_id)
-        parking.park(run_id, Stage.VERIFY, token, ROOM_FALLBACK_SECONDS)
+        parking.park(_wait(run_id, _look(world, run_id), token), ROOM_FALLBACK_SECONDS)
     assert _ends(world, waits).build_ended("other-build:1") == {"woken": 0, "given_room": 1}
     assert [token for _, token, _ in world.executions.answered("success")] == ["token-new"]
 
 
-def _queued_hours_ago(world: World, waits: InMemoryBuildWaits, hours: float) -> tuple[str, BuildParking]:
-    run_id = _at_verify(world, "key-1")
-    world.builds.refusals = 1
-    _look(world, run_id)
-    test_run = world.ledger.load(run_id).latest_test_run(Stage.VERIFY)
-    assert test_run is not None
-    world.ledger.append(run_id, test_run.model_copy(update={"created_at": _ago(hours)}))
-    return run_id, _parking(world, waits)
+def _queued_hours_ago(world: World, waits: InMemoryBuildWaits, hours: float) -> tuple[BuildWait, BuildParking]:
+    return BuildWait("run-1", Stage.VERIFY, "token-1", _ago(hours)), _parking(world, waits)
 
 
 def _ago(hours: float) -> str:
@@ -136,17 +131,17 @@ def _ago(hours: float) -> str:
 
 
 def test_a_long_queue_that_moves_is_waited_in_however_long_it_is(world: World, waits: InMemoryBuildWaits) -> None:
-    run_id, parking = _queued_hours_ago(world, waits, QUEUE_STALL_S / 3600 * 3)  # a day's flood of runs
+    wait, parking = _queued_hours_ago(world, waits, QUEUE_STALL_S / 3600 * 3)  # a day's flood of runs
     waits.mark_build_ended(_ago(0.1))
-    assert parking.park(run_id, Stage.VERIFY, "token-1", ROOM_FALLBACK_SECONDS)["parked"]
+    assert parking.park(wait, ROOM_FALLBACK_SECONDS)["parked"]
 
 
 def test_a_queue_no_build_has_left_for_hours_is_stuck_and_its_stage_goes_to_a_person(
         world: World, waits: InMemoryBuildWaits) -> None:
-    run_id, parking = _queued_hours_ago(world, waits, QUEUE_STALL_S / 3600 + 1)
+    wait, parking = _queued_hours_ago(world, waits, QUEUE_STALL_S / 3600 + 1)
     waits.mark_build_ended(_ago(QUEUE_STALL_S / 3600 + 0.5))
     with pytest.raises(BuildQueueTimeoutError, match="no build of the project has ended") as stuck:
-        parking.park(run_id, Stage.VERIFY, "token-1", ROOM_FALLBACK_SECONDS)
+        parking.park(wait, ROOM_FALLBACK_SECONDS)
     assert not waits.parked
     classified = classify(type(stuck.value).__name__, str(stuck.value), 0, 1)
     assert classified.kind == FailureKind.NEEDS_PERSON and "stuck builds" in classified.reason

@@ -243,7 +243,7 @@ class ScriptedBudget:
 
 
 def _paced(world: World, budget: ScriptedBudget) -> None:
-    world.effects.receivers["tickets"] = PacedReceiver(world.effects.receivers["tickets"], budget, 3)
+    world.effects.receivers["tickets"] = PacedReceiver(world.effects.receivers["tickets"], budget, 3, lambda: 0.5)
 
 
 def test_a_write_past_the_tokens_budget_is_not_sent_and_waits_for_the_next_window_in_turns(world: World) -> None:
@@ -257,7 +257,7 @@ def test_a_write_past_the_tokens_budget_is_not_sent_and_waits_for_the_next_windo
 
     assert [first["status"], second["status"]] == ["rate_limited", "rate_limited"]
     # Waited in turns the state machine's Wait state takes: at most 15 minutes, whatever the window.
-    assert (first["retry_after_s"], second["retry_after_s"]) == (MAX_RATE_LIMIT_WAIT_S, 41)
+    assert (first["retry_after_s"], second["retry_after_s"]) == (MAX_RATE_LIMIT_WAIT_S, 41)  # 40.5 + 0.5 of jitter
     assert world.tracker.writes == 1 and budget.taken == [3]  # sent once, when the budget had room
     assert delivered["status"] == "confirmed" and world.tracker.copies(delivered["key"]) == 1
     paced = [d.details for d in world.ledger.load(run_id).decisions if d.kind == DecisionKind.RATE_LIMITED]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BuildQueueTimeoutError, BuildWaitNotNeededError
-from ..models import Stage, utc_now
-from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort, LedgerPort
+from ..models import utc_now
+from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort
 from ..states import BuildStatus
 from .handoff import seconds_between
 
@@ -30,20 +30,17 @@ QUEUE_STALL_S = 8 * 3600
 
 
 class BuildParking:
-    """The state machine's task: park the stage until its build ends or room frees to start it."""
+    """The state machine's task: park the stage until its build ends or room frees to start it.
+    What it waits on comes from the stage's answer (the build's id, or none yet, and when the build
+    was asked for), so the parking reads no ledger."""
 
-    def __init__(self, ledger: LedgerPort, builds: BuildStatusPort, waits: BuildWaitPort) -> None:
-        self.ledger = ledger
+    def __init__(self, builds: BuildStatusPort, waits: BuildWaitPort) -> None:
         self.builds = builds
         self.waits = waits
 
-    def park(self, run_id: str, stage: Stage, task_token: str, timeout_s: int) -> dict[str, Any]:
-        """Raises BuildWaitNotNeededError when there is nothing to wait for: the state machine
-        goes straight back to the stage, which reads the build."""
-        test_run = self.ledger.load(run_id).latest_test_run(stage)
-        if test_run is None or test_run.status != BuildStatus.IN_PROGRESS:
-            raise BuildWaitNotNeededError(f"{run_id} has no {stage.value} build to wait for")
-        wait = BuildWait(run_id, stage, task_token, test_run.created_at, test_run.build_id)
+    def park(self, wait: BuildWait, timeout_s: int) -> dict[str, Any]:
+        """Raises BuildWaitNotNeededError when the build already ended: the state machine goes
+        straight back to the stage, which reads it."""
         if wait.build_id is None:
             self._require_moving_queue(wait)
         self.waits.park(wait, timeout_s + PARKING_MARGIN_S)

@@ -102,7 +102,10 @@ class Workflow:
         result = self.work.body[stage](StageContext(ledger, entry.snapshot, run, execution, task_token))
         run = result.run or run
         if result.poll_after_s is not None:
-            return {**self._outcome(run, stage), "done": False, "poll_after_s": result.poll_after_s}
+            assert result.waiting_on is not None
+            # What the state machine's wait parks on: the build, or (no id yet) its place in the queue for room.
+            return {**self._outcome(run, stage), "done": False, "poll_after_s": result.poll_after_s,
+                    "build_id": result.waiting_on.build_id, "queued_at": result.waiting_on.created_at}
         faults.reach(run_id, stage, "after_artifacts", execution)
 
         finished = started.model_copy(update={

@@ -29,6 +29,7 @@ from ..models import (
     RunStatus,
     Stage,
     StageStatus,
+    TestRun,
 )
 from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import DecisionKind, Verdict
@@ -50,10 +51,12 @@ class StageResult:
     run: Run | None = None  # the run as the body left it, when the body wrote to the ledger itself
     # The work goes on elsewhere (a test build): its end wakes the stage, or it looks after this.
     poll_after_s: int | None = None
+    waiting_on: TestRun | None = None  # that build, what the state machine's wait parks on
 
 
-def pending(run: Run, poll_after_s: int) -> StageResult:
-    return StageResult([], None, stage_status=StageStatus.RUNNING, run=run, poll_after_s=poll_after_s)
+def pending(run: Run, poll_after_s: int, waiting_on: TestRun) -> StageResult:
+    return StageResult([], None, stage_status=StageStatus.RUNNING, run=run, poll_after_s=poll_after_s,
+                       waiting_on=waiting_on)
 
 
 @dataclass
@@ -169,9 +172,10 @@ class StageWork:
         progress = self.writing.advance(ctx.run, ctx.execution, plan, config, ctx.snapshot.root, ctx.snapshot.files,
                                         lambda: self._candidates(plan, ctx), ctx.ledger.test_runs,
                                         rerun_reported=failure_reported)
+        assert progress.test_run is not None
         if not progress.finished:
-            return pending(progress.run, progress.poll_after_s)
-        assert progress.test_run is not None and progress.artifacts is not None
+            return pending(progress.run, progress.poll_after_s, progress.test_run)
+        assert progress.artifacts is not None
         if progress.failure is not None or progress.files is None:
             return StageResult(progress.artifacts, None, stage_status=StageStatus.FAILED, records=[progress.test_run],
                                run=progress.run, failure=progress.failure)
@@ -217,7 +221,7 @@ class StageWork:
         progress = self.test_builds.advance(ctx.run, ctx.execution, ctx.snapshot.root, ctx.snapshot.files, files,
                                             ctx.ledger.test_runs, rerun_reported=failure_reported)
         if not progress.finished:
-            return pending(progress.run, progress.poll_after_s)
+            return pending(progress.run, progress.poll_after_s, progress.test_run)
         refs = list(progress.artifacts or [])
         records: list[Record] = [progress.test_run]
         report = progress.report

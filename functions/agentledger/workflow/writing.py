@@ -240,7 +240,7 @@ class TestWriting:
             timeout_minutes=layout.build_timeout_minutes(config.timeout_s, settings.run_seconds))
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:
-            return WritingProgress(progress.run, poll_after_s=progress.poll_after_s)
+            return WritingProgress(progress.run, poll_after_s=progress.poll_after_s, test_run=progress.test_run)
         return self._read(progress.run, progress.test_run, progress.archive, planned)
 
     def _read(self, run: Run, test_run: TestRun, archive: bytes | None, planned: list[str]) -> WritingProgress:
