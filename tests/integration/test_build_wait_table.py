@@ -1,31 +1,33 @@
-"""The build wait table on DynamoDB (moto): room waits read in the order the builds were asked for,
+"""The build wait table on the local stack's DynamoDB (moto): room waits read in the order the builds were asked for,
 a parking is taken once and only on its own token, and an expired parking is not offered."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from agentledger.adapters.dynamodb_build_waits import BuildWaitTable
 from agentledger.models import Stage
 from agentledger.ports import BuildWait
+from infra.local.runtime import REGION
 
 pytestmark = pytest.mark.integration
-TABLE = "build-waits"
+TABLE = f"build-waits-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        resource = boto3.resource("dynamodb", region_name="us-east-1")
-        resource.create_table(
-            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk")])
-        yield resource
+def dynamodb(runtime) -> Iterator[Any]:
+    """A table of its own in the local stack's DynamoDB, dropped afterwards."""
+    resource = boto3.resource("dynamodb", region_name=REGION)
+    table = resource.create_table(
+        TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk")])
+    yield resource
+    table.delete()
 
 
 def _wait(run: str, queued_at: str, token: str, build_id: str | None = None) -> BuildWait:

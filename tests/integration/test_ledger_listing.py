@@ -3,38 +3,41 @@ once, newest first, page after page, by status and by time, with the runs an ear
 (unsharded keys) among them; and a run's index writes land in its shard, not in one partition."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from agentledger.adapters.dynamodb_ledger import INDEX_SHARDS, LedgerStore, _run_item, _to_dynamo
 from agentledger.models import Run, RunStatus
 from agentledger.records import new_decision
 from agentledger.states import DecisionKind
 from infra.constructs.storage import LEDGER_INDEXES
+from infra.local.runtime import REGION
 
 pytestmark = pytest.mark.integration
-TABLE = "ledger"
+TABLE = f"ledger-{uuid.uuid4().hex[:8]}"
 RUNS = 40
 
 
 @pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    with mock_aws():
-        resource = boto3.resource("dynamodb", region_name="us-east-1")
-        attributes = {"pk", "sk", *(name for keys in LEDGER_INDEXES.values() for name in keys)}
-        resource.create_table(
-            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in sorted(attributes)],
-            GlobalSecondaryIndexes=[{"IndexName": index, "Projection": {"ProjectionType": "ALL"},
-                                     "KeySchema": [{"AttributeName": partition, "KeyType": "HASH"},
-                                                   {"AttributeName": sort, "KeyType": "RANGE"}]}
-                                    for index, (partition, sort) in LEDGER_INDEXES.items()])
-        yield resource
+def dynamodb(runtime) -> Iterator[Any]:
+    """A ledger table of its own (the stack's keys and indexes) in the local stack's DynamoDB,
+    dropped afterwards: the stack's own table holds other tests' runs."""
+    resource = boto3.resource("dynamodb", region_name=REGION)
+    attributes = {"pk", "sk", *(name for keys in LEDGER_INDEXES.values() for name in keys)}
+    table = resource.create_table(
+        TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in sorted(attributes)],
+        GlobalSecondaryIndexes=[{"IndexName": index, "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": [{"AttributeName": partition, "KeyType": "HASH"},
+                                               {"AttributeName": sort, "KeyType": "RANGE"}]}
+                                for index, (partition, sort) in LEDGER_INDEXES.items()])
+    yield resource
+    table.delete()
 
 
 def _run(n: int, status: RunStatus) -> Run:

@@ -4,33 +4,32 @@ and takes nothing."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from agentledger.adapters.dynamodb_write_budget import WriteBudgetTable
 from agentledger.limits import WriteBudget
-from infra.local import dynamodb_lock
+from infra.local.runtime import REGION
 
 pytestmark = pytest.mark.integration
-TABLE = "idempotency"
+TABLE = f"write-budget-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    """DynamoDB's conditional writes are atomic; moto's are once serialized, as the local stack does."""
-    undo = dynamodb_lock.install()
-    with mock_aws():
-        resource = boto3.resource("dynamodb", region_name="us-east-1")
-        resource.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-                              KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                              AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}])
-        yield resource
-    undo()
+def dynamodb(runtime) -> Iterator[Any]:
+    """A table of its own in the local stack's DynamoDB (whose conditional writes are atomic, as
+    DynamoDB's are), dropped afterwards."""
+    resource = boto3.resource("dynamodb", region_name=REGION)
+    table = resource.create_table(TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+                                  KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                                  AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}])
+    yield resource
+    table.delete()
 
 
 def test_a_minutes_budget_is_granted_until_spent_and_then_names_the_wait_to_the_next_minute(dynamodb: Any) -> None:
