@@ -193,7 +193,10 @@ class BenchClient:
                 cursor: str | None = None
                 while True:
                     query = {"status": status, "limit": str(PAGE), **({"cursor": cursor} if cursor else {})}
-                    page = self.runtime.call_api("GET", "/runs", query=query).json()
+                    response = self.runtime.call_api("GET", "/runs", query=query)
+                    if response.status != HTTPStatus.OK:
+                        raise ApiError(f"GET /runs?status={status} answered {response.status}: {response.body[:300]}")
+                    page = response.json()
                     runs.extend(page["runs"])
                     cursor = page.get("next_cursor")
                     if not cursor:
