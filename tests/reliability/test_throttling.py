@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from agentledger.workflow import builds
 from infra.local.metrics import emitted_metrics, summarize
 from tests.samples import write_sample_repository
 
@@ -83,6 +84,8 @@ def test_a_project_at_its_concurrent_build_limit_refuses_a_build_and_verify_star
     (`testBuildConcurrency`): the local runner does too, and verify waits for room."""
     project = runtime.output("TestBuildProjectName")
     monkeypatch.setitem(runtime.codebuild.build_limits, project, 1)
+    # The waiting stage's own looks would find the room too: only the build's end may give it here.
+    monkeypatch.setattr(builds, "ROOM_FIRST_LOOK_SECONDS", builds.ROOM_FALLBACK_SECONDS)
     slow = write_sample_repository(tmp_path / "slow")
     (slow / "tests" / "test_slow.py").write_text(f"import time\n\n\ndef test_slow():\n    time.sleep({SLOW_SUITE_S})\n")
     reported_before = _throttles_reported(runtime, "codebuild")

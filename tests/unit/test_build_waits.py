@@ -14,7 +14,12 @@ from agentledger.ports import BuildWait
 from agentledger.restart import classify
 from agentledger.states import FailureKind
 from agentledger.workflow.build_waits import QUEUE_STALL_S, BuildEnds, BuildParking
-from agentledger.workflow.builds import BUILD_END_FALLBACK_SECONDS, ROOM_FALLBACK_SECONDS
+from agentledger.workflow.builds import (
+    BUILD_END_FALLBACK_SECONDS,
+    ROOM_FALLBACK_SECONDS,
+    ROOM_FIRST_LOOK_SECONDS,
+    room_wait_seconds,
+)
 from tests.fakes.adapters import InMemoryBuildWaits
 from tests.fakes.world import World, build_world
 
@@ -98,7 +103,7 @@ def test_the_room_a_build_frees_goes_to_the_stage_that_asked_for_a_build_first(
     world.builds.refusals = 3
     for n, run_id in enumerate(queued):
         looked = _look(world, run_id)
-        assert (looked["done"], looked["poll_after_s"], looked["build_id"]) == (False, ROOM_FALLBACK_SECONDS, None)
+        assert (looked["done"], looked["poll_after_s"], looked["build_id"]) == (False, ROOM_FIRST_LOOK_SECONDS, None)
         assert parking.park(_wait(run_id, looked, f"token-{n}"), looked["poll_after_s"]) == {
             "parked": True, "build_id": None}
 
@@ -110,6 +115,20 @@ def test_the_room_a_build_frees_goes_to_the_stage_that_asked_for_a_build_first(
     assert ends.build_ended("other-build:2") == {"woken": 0, "given_room": 1}
     assert [token for _, token, _ in world.executions.answered("success")] == ["token-0", "token-1", "token-2"]
     assert ends.build_ended("other-build:3") == {"woken": 0, "given_room": 0}
+
+
+def test_a_stage_waiting_for_room_looks_itself_soon_at_first_then_less_often_the_longer_it_waits() -> None:
+    # Nothing of the project may be running to end and offer room (the account's limit counts other
+    # projects' builds), so a fresh refusal is looked at again within seconds...
+    assert room_wait_seconds(0) == ROOM_FIRST_LOOK_SECONDS
+    # ...each look doubles the wait, as the wait is as long as what was waited already...
+    waited, looks = 0.0, []
+    while (pause := room_wait_seconds(waited)) < ROOM_FALLBACK_SECONDS:
+        looks.append(pause)
+        waited += pause
+    assert looks == [10, 10, 20, 40, 80, 160]
+    # ...and a stage queued for hours looks at most every 5 minutes, waiting for its turn.
+    assert room_wait_seconds(3 * 3600) == ROOM_FALLBACK_SECONDS == 300
 
 
 def test_a_stage_parked_again_is_answered_on_its_newest_token_only(world: World, waits: InMemoryBuildWaits) -> None:

@@ -83,8 +83,8 @@ def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_pol
     crash_once("build_running")
     outcomes = [world.workflow.run_stage(Stage.VERIFY, run_id, execution) for _ in range(2)]
     assert [o["done"] for o in outcomes] == [False, False]
-    # Parked until a build ends and frees room, or for the short fallback.
-    assert all(o["poll_after_s"] == builds.ROOM_FALLBACK_SECONDS for o in outcomes)
+    # Parked until a build ends and frees room, or for a first look seconds later.
+    assert all(o["poll_after_s"] == builds.ROOM_FIRST_LOOK_SECONDS for o in outcomes)
     assert not world.builds.verifies
     with pytest.raises(SimulatedCrash):
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)

@@ -25,6 +25,7 @@ from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
 from ..testrun import layout
 from ..testrun.config import ConfigError, TestRunConfig, load_config
+from .handoff import seconds_between
 
 TESTRUN_DIR = Path(__file__).resolve().parent.parent / "testrun"
 # What of agentledger every build carries, by its path in the input: the driver, and for a build
@@ -38,12 +39,21 @@ DRIVER_FILES: dict[str, Path] = {
 INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
 # How long the state machine's parked wait lasts before it looks itself: CodeBuild's state-change
 # event wakes it as soon as the build ends (workflow/build_waits.py), so this is only what a lost
-# event costs. A wait for room is woken by the end of another build, oldest first; its fallback
-# covers a build that ended between the refused start and the parking, and is as long, so that
-# stages waiting for room do not take it out of their turn (10,000 waiting stages looking every
-# minute would be 170 looks a second).
+# event costs.
 BUILD_END_FALLBACK_SECONDS = 300
+# A wait for room is woken by the end of another build of the project, oldest first. Nothing of the
+# project may be running, though: the account's limit counts other projects' builds, and a build may
+# end between the refused start and the parking. So the wait also looks itself, after as long as it
+# has already waited (from ROOM_FIRST_LOOK_SECONDS up to ROOM_FALLBACK_SECONDS): a short refusal
+# costs seconds, and 10,000 stages long in the queue look every 5 minutes, 33 looks a second,
+# instead of taking the room out of their turn every few seconds.
+ROOM_FIRST_LOOK_SECONDS = 10
 ROOM_FALLBACK_SECONDS = 300
+
+
+def room_wait_seconds(waited_s: float) -> int:
+    """How long a stage refused for want of room parks before it looks again, having waited `waited_s`."""
+    return int(min(ROOM_FALLBACK_SECONDS, max(ROOM_FIRST_LOOK_SECONDS, waited_s)))
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,8 @@ class Builds:
                 # No room for another build now: the stage waits in the queue, in the order the
                 # builds were asked for (build_waits.py, which also notices a queue that stopped
                 # moving), and the next look starts it (or finds the one a lost answer started).
-                return BuildProgress(run, test_run, poll_after_s=ROOM_FALLBACK_SECONDS)
+                waited_s = seconds_between(test_run.created_at, utc_now())
+                return BuildProgress(run, test_run, poll_after_s=room_wait_seconds(waited_s))
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
         if test_run.status == BuildStatus.IN_PROGRESS:
             status = self._require_builds().status(test_run.build_id or "")
