@@ -26,6 +26,7 @@ from agentledger.service import run_id_for
 from infra.local.principals import principal_arn
 from infra.local.runtime import LocalRuntime
 
+from .report import progress
 from .request_counter import RequestCounter
 
 RUNNING = "running"
@@ -35,6 +36,7 @@ COMPLETE = "complete"
 WAITING_ON_A_PERSON = (AWAITING_REVIEW, NEEDS_PERSON)
 ENDED = (COMPLETE, NEEDS_PERSON)
 POLL_INTERVAL_S = 0.25
+PROGRESS_EVERY_S = 60.0  # a line on stderr while waiting for many runs, so a long phase shows it is moving
 PAGE = 100
 # POST /runs answers 409 while a request with the same Idempotency-Key is still being served (a
 # retry of it got there first) and asks to be retried shortly: the bench does, as a client should.
@@ -168,6 +170,7 @@ class BenchClient:
         """Wait until every run is listed under one of `statuses`, by the execution named for it
         (None: any execution), or until the deadline; the run records of those that got there."""
         deadline = time.monotonic() + timeout_s
+        reported = time.monotonic()
         arrived: dict[str, dict[str, Any]] = {}
         while True:
             for run in self.listed(statuses):
@@ -176,6 +179,10 @@ class BenchClient:
                     arrived[run_id] = run
             if len(arrived) == len(runs) or time.monotonic() > deadline:
                 return arrived
+            if len(runs) > 1 and time.monotonic() - reported >= PROGRESS_EVERY_S:
+                reported = time.monotonic()
+                progress(f"  {len(arrived)} of {len(runs)} runs {' or '.join(statuses)}; "
+                         f"{deadline - reported:.0f}s left")
             time.sleep(poll_s)
 
     def wait_for_one(self, run_id: str, statuses: Collection[str], timeout_s: float,
