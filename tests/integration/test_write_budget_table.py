@@ -42,6 +42,15 @@ def test_a_minutes_budget_is_granted_until_spent_and_then_names_the_wait_to_the_
     assert budget.take(1) == 0.0  # the refusal took nothing: 9 now
 
 
+def test_a_write_the_hour_refuses_gives_back_the_minutes_room_to_a_smaller_one(dynamodb: Any) -> None:
+    budget = WriteBudgetTable(TABLE, dynamodb, "github", WriteBudget(per_minute=8, per_hour=5))
+    if 60 - time.time() % 60 < 5:  # all of the takes within one minute
+        time.sleep(6)
+    assert budget.take(4) == 0.0
+    assert budget.take(4) > 0  # the minute had room (8), the hour had not (5)
+    assert budget.take(1) == 0.0  # fits both: the refused write took none of the minute's room
+
+
 def test_runs_taking_at_once_never_spend_more_than_the_hours_budget(dynamodb: Any) -> None:
     budget = WriteBudgetTable(TABLE, dynamodb, "github", WriteBudget(per_minute=1000, per_hour=20))
     with ThreadPoolExecutor(max_workers=8) as pool:

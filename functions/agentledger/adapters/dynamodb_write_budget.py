@@ -23,10 +23,18 @@ class WriteBudgetTable:
 
     def take(self, requests: int) -> float:
         now = time.time()
+        taken: list[str] = []
         for window_s, allowed in self._windows:
             start = int(now // window_s) * window_s
-            if not self._take(f"budget#{self._name}#{window_s}#{start}", requests, allowed, start + window_s):
+            key = f"budget#{self._name}#{window_s}#{start}"
+            if not self._take(key, requests, allowed, start + window_s):
+                # Nothing is sent, so a shorter window's take is given back: else a write the hour
+                # refused would keep the minute's room from a smaller one that fits both.
+                for earlier in taken:
+                    self._table.update_item(Key={"id": earlier}, UpdateExpression="ADD used :requests",
+                                            ExpressionAttributeValues={":requests": -requests})
                 return start + window_s - now
+            taken.append(key)
         return 0.0
 
     def _take(self, key: str, requests: int, allowed: int, ends: int) -> bool:
