@@ -177,8 +177,9 @@ def table(measured: Measured, target_runs: int) -> Table:
                         *([f"{measured.still_running} still running"] if measured.still_running else [])])
     met = measured.all_reached_review and measured.builds_doubled == 0
     result.target(figure, Target(goal(target_runs), None if measured.runs != target_runs else met))
-    result.notes.append("the runs queue for the project's test builds: a stage refused a build parks until a build's "
-                        "end offers it room, oldest first, or its own look (after 10 s, backing off to 300 s) finds room")
+    result.notes.append("the runs queue for the project's test builds: a stage refused a build parks until a "
+                        "build's end offers it room, oldest first, or its own look (after 10 s, backing off to "
+                        "300 s) finds room")
     return result
 
 
