@@ -29,6 +29,10 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def seconds_between(start: str, end: str) -> float:
+    return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+
+
 class Record(BaseModel):
     model_config = ConfigDict(extra="ignore", use_enum_values=False)
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BuildQueueTimeoutError, BuildWaitNotNeededError
-from ..models import utc_now
+from ..models import seconds_between, utc_now
 from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort
 from ..states import BuildStatus
-from .handoff import seconds_between
 
 # A parking whose task is already over (its fallback looked first) is passed over for the next.
 ROOM_OFFERS = 5

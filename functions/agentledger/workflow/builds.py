@@ -20,12 +20,11 @@ from agentledger.artifacts import stage_prefix
 from .. import faults
 from ..errors import TestConfigurationError
 from ..fingerprints import digest, sha256_bytes
-from ..models import BuildRequest, Run, Stage, TestRun, utc_now
+from ..models import BuildRequest, Run, Stage, TestRun, seconds_between, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
 from ..testrun import layout
 from ..testrun.config import ConfigError, TestRunConfig, load_config
-from .handoff import seconds_between
 
 TESTRUN_DIR = Path(__file__).resolve().parent.parent / "testrun"
 # What of agentledger every build carries, by its path in the input: the driver, and for a build

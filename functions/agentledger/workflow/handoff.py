@@ -3,7 +3,6 @@ record that tells a person what was attempted, what came back and what partly ha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from agentledger.records import new_decision
@@ -25,6 +24,7 @@ from ..models import (
     Stage,
     StageRecord,
     StageStatus,
+    seconds_between,
     utc_now,
 )
 from ..ports import ArtifactPort, LedgerPort, MetricSink
@@ -39,10 +39,6 @@ class Failure:
     error: str
     message: str
     cause: dict[str, Any] = field(default_factory=dict)
-
-
-def seconds_between(start: str, end: str) -> float:
-    return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
 
 
 class Handoffs:

@@ -24,11 +24,12 @@ from ..models import (
     Stage,
     StageRecord,
     StageStatus,
+    seconds_between,
     utc_now,
 )
 from ..ports import ArtifactPort, BuildPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from ..states import DecisionKind, NextAction
-from .handoff import Failure, Handoffs, seconds_between
+from .handoff import Failure, Handoffs
 from .reviews import ReviewKeeper
 from .stages import StageContext, StageWork
 

@@ -7,9 +7,8 @@ from typing import Any
 from .. import metric_names
 from ..errors import StaleContextError
 from ..freshness import Entrance, invalidate, review_still_holds
-from ..models import Review, RunStatus, utc_now
+from ..models import Review, RunStatus, seconds_between, utc_now
 from ..ports import ExecutionPort, LedgerPort, MetricSink
-from .handoff import seconds_between
 
 
 class ReviewKeeper:
