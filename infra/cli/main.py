@@ -9,17 +9,19 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
 from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS, REVIEW_KEEPER_INTERVAL_MINUTES
 from agentledger.states import RunStatus
-from infra.local.profiles import local_credentials_dir
+from infra.local.profiles import api_port, instance_profiles_dir
 from infra.local.throttles import THROTTLE_HEADER, THROTTLES
 
 from . import render
@@ -44,6 +46,7 @@ DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
 DEFAULT_REQUEST = "Write tests for the functions that lack them"
 DEFAULT_WAIT_TIMEOUT_S = 120.0
+LISTENING_PROBE_TIMEOUT_S = 2.0
 # What `serve` and `demo` import beyond the package: the `local` extra of pyproject.toml.
 LOCAL_EXTRA_MODULES = ("moto", "aws_cdk", "constructs", "cdk_nag")
 # -- shared pieces -----------------------------------------------------------------------------
@@ -51,7 +54,18 @@ def _client(args: argparse.Namespace) -> ApiClient:
     try:
         return ApiClient(args.api, request_signer(args.api, args.profile))
     except SigningError as error:
+        # No `serve` on that port wrote profiles because none runs there: that is the thing to say.
+        if is_loopback(args.api) and not _listening(args.api):
+            raise ApiUnreachable(args.api) from None
         raise CliError(str(error)) from None
+
+
+def _listening(api_url: str) -> bool:
+    try:
+        with socket.create_connection((urlsplit(api_url).hostname, api_port(api_url)), LISTENING_PROBE_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
 
 
 def _emit(args: argparse.Namespace, document: Any, human: Callable[[Any], str]) -> None:
@@ -109,7 +123,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         runtime.start()
     except Exception as error:  # noqa: BLE001 — any startup failure is reported as one line
         raise CliError(f"the local stack did not start: {_last_line(error)}") from None
-    credentials, _ = write_profiles(local_credentials_dir(), runtime.principals)
+    # Keyed by the port, so another `serve` on this machine leaves these callers' keys alone; one
+    # left by a stopped `serve` on this port is replaced.
+    credentials, _ = write_profiles(instance_profiles_dir(server.url), runtime.principals)
     stopping = threading.Event()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: stopping.set())
@@ -118,7 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"agentledger local API on {server.url} (Ctrl-C to stop)", flush=True)
         print(f"state machine: {runtime.state_machine_arn}", flush=True)
         print(f"callers: profiles {', '.join(p.profile for p in runtime.principals)} in {credentials}; the CLI "
-              "signs as the requester unless --profile names another", flush=True)
+              f"signs with them for --api {server.url}, as the requester unless --profile names another", flush=True)
         # As Jupyter prints its token: each link signs a browser in once, as that principal.
         for duty, link in server.console.sign_in_links(server.url).items():
             print(f"console: sign in as the {duty}: {link}", flush=True)
@@ -415,7 +431,7 @@ def _global_options(defaults: bool) -> argparse.ArgumentParser:
     profile_default = os.environ.get("AWS_PROFILE") if defaults else argparse.SUPPRESS
     options.add_argument("--profile", metavar="NAME", default=profile_default,
                          help="the AWS profile whose credentials sign each request (default: botocore's "
-                              "chain; for a local API, the requester `serve` wrote)")
+                              "chain; for a local API, the requester the `serve` on its port wrote)")
     return options
 
 

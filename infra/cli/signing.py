@@ -1,7 +1,7 @@
 """SigV4 for every request the CLI sends, with botocore's credential chain (`--profile`,
 AWS_PROFILE, the environment, the shared files, SSO, instance roles): one code path for the
-deployed API and the local one. For a local API, the profiles `serve` wrote are the shared files
-unless AWS_SHARED_CREDENTIALS_FILE says otherwise."""
+deployed API and the local one. For a local API, the profiles the `serve` on that port wrote are
+the shared files unless AWS_SHARED_CREDENTIALS_FILE says otherwise."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from infra.local.profiles import LOCAL_REGION, local_credentials_dir
+from infra.local.profiles import LOCAL_REGION, instance_profiles_dir
 
 Signer = Callable[[str, str, dict[str, str], bytes | None], dict[str, str]]
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
@@ -32,7 +32,8 @@ def region_of(api_url: str) -> str | None:
 
 
 def request_signer(api_url: str, profile: str | None, local_profiles: Path | None = None) -> Signer:
-    """`local_profiles`: where `serve` wrote the local principals (default: its usual place)."""
+    """`local_profiles`: where the `serve` at `api_url` wrote its principals' profiles (default:
+    that instance's directory under the local credentials directory)."""
     # botocore only once a request is sent: `agentledger --help` and parsing stay light.
     from botocore.auth import SigV4Auth  # noqa: PLC0415
     from botocore.awsrequest import AWSRequest  # noqa: PLC0415
@@ -42,7 +43,10 @@ def request_signer(api_url: str, profile: str | None, local_profiles: Path | Non
     session = Session(profile=profile)
     local = is_loopback(api_url)
     if local and (local_profiles or not os.environ.get("AWS_SHARED_CREDENTIALS_FILE")):
-        directory = local_profiles or local_credentials_dir()
+        directory = local_profiles or instance_profiles_dir(api_url)
+        if not (directory / "credentials").is_file():
+            raise SigningError(f"no profiles for {api_url} in {directory}: `agentledger serve` writes them there "
+                               "when it starts on that port")
         session.set_config_variable("credentials_file", str(directory / "credentials"))
         session.set_config_variable("config_file", str(directory / "config"))
     try:
@@ -51,7 +55,7 @@ def request_signer(api_url: str, profile: str | None, local_profiles: Path | Non
     except BotoCoreError as error:
         raise SigningError(str(error)) from None
     if credentials is None:
-        where = (f"the profiles `agentledger serve` wrote to {local_credentials_dir()}" if local
+        where = (session.get_config_variable("credentials_file") if local
                  else "--profile, AWS_PROFILE, the environment or ~/.aws")
         raise SigningError(f"no AWS credentials to sign the request with: looked in {where}")
     region = LOCAL_REGION if local else (region_of(api_url) or configured_region)

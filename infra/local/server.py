@@ -18,6 +18,7 @@ from .console import PREFIX as CONSOLE_PREFIX
 from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
+from .profiles import SERVE_HOST
 from .runtime import LocalRuntime
 from .start_rate import TokenBucket
 from .throttles import THROTTLE_HEADER, parse_throttle
@@ -30,7 +31,7 @@ MAX_BODY_BYTES = 1 << 20
 MUST_BE_SIGNED = ("Idempotency-Key", "Content-Type")
 DEFAULT_PORT = 8787
 SOCKET_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a thread forever
-LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+LOOPBACK_NAMES = (SERVE_HOST, "localhost")
 
 
 ALLOWED_METHODS = "GET, POST"
@@ -60,7 +61,7 @@ class LocalApiServer:
         self.keeper_interval_s = keeper_interval_s
         self.console = Console(runtime)
         self._stopping = threading.Event()
-        self.httpd = _ApiHttpServer(("127.0.0.1", port), _handler_for(self))
+        self.httpd = _ApiHttpServer((SERVE_HOST, port), _handler_for(self))
         self._threads: list[threading.Thread] = []
 
     @property

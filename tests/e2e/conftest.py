@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from infra.cli.signing import request_signer
+from infra.local.profiles import instance_profiles_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 120  # the first synth of the CDK app takes ~30 s
@@ -31,7 +32,7 @@ CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executa
 # jsii silences its end-of-life banner only when this names the running Node major version.
 NODE_MAJOR = subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"], capture_output=True,
                             text=True, check=False).stdout.strip()
-# Where this session's `serve` writes its callers' profiles, and the CLI reads them.
+# Under which this session's `serve`s write their callers' profiles, and the CLI reads them.
 PROFILES_DIR = Path(tempfile.mkdtemp(prefix="agentledger-e2e-profiles-"))
 CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR,
                    "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(PROFILES_DIR)}
@@ -77,12 +78,13 @@ class HttpResponse:
 def http(base_url: str, method: str, path: str, body: Any = None,
          headers: dict[str, str] | None = None, profile: str | None = REQUESTER,
          profiles: Path = PROFILES_DIR) -> HttpResponse:
-    """Plain HTTP, SigV4-signed as `profile` (None: unsigned) from the profiles a `serve` wrote
-    to `profiles`, as `curl --aws-sigv4` would send it."""
+    """Plain HTTP, SigV4-signed as `profile` (None: unsigned) from the profiles the `serve` at
+    `base_url` wrote under `profiles`, as `curl --aws-sigv4` would send it."""
     data = json.dumps(body).encode() if body is not None else None
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if profile is not None:
-        all_headers = request_signer(base_url, profile, profiles)(method, base_url + path, all_headers, data)
+        sign = request_signer(base_url, profile, instance_profiles_dir(base_url, profiles))
+        all_headers = sign(method, base_url + path, all_headers, data)
     request = urllib.request.Request(base_url + path, data=data, method=method, headers=all_headers)
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:

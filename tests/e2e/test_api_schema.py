@@ -12,6 +12,7 @@ import schemathesis
 from hypothesis import strategies as st
 from schemathesis import GenerationMode, checks
 
+from infra.local.profiles import instance_profiles_dir
 from tests.signing import SignedBy
 
 from .conftest import OPERATOR, PROFILES_DIR, REQUESTER, REVIEWER
@@ -44,7 +45,7 @@ UNREAD = {400, 413, 415, 422}
 
 class Signers:
     def __init__(self, api_url: str) -> None:
-        self.by_profile = {profile: SignedBy(api_url, profile, PROFILES_DIR)
+        self.by_profile = {profile: SignedBy(api_url, profile, instance_profiles_dir(api_url, PROFILES_DIR))
                            for profile in (REQUESTER, REVIEWER, OPERATOR)}
 
     def call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from infra.local.profiles import instance_profiles_dir
 from infra.local.runtime import default_build_cache
 
 from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli
@@ -282,7 +283,8 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     outside = Path("/var/tmp") / token  # world-writable on the host, read-only in the sandbox
     earlier = cli("run", str(repository), "--wait").json()  # its artifact links name the S3 endpoint
     s3_port = urlsplit(earlier["artifacts"][0]["url"]).port
-    settings = {"profiles": str(PROFILES_DIR), "api_port": int(api_url.rsplit(":", 1)[1]), "s3_port": s3_port,
+    profiles = instance_profiles_dir(api_url, PROFILES_DIR)
+    settings = {"profiles": str(profiles), "api_port": int(api_url.rsplit(":", 1)[1]), "s3_port": s3_port,
                 "other_port": port, "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
     hostile = _hostile_repository(tmp_path / "hostile", settings)
 
@@ -297,7 +299,7 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert set(attempts) == set(ATTEMPTS), output
     escaped = {attempt: detail for attempt, (verdict, detail) in attempts.items() if verdict != "blocked"}
     assert escaped == {}, output
-    credentials = (PROFILES_DIR / "credentials").read_text()
+    credentials = (profiles / "credentials").read_text()
     secrets = [line.split("=", 1)[1].strip() for line in credentials.splitlines() if "secret" in line]
     assert secrets and not any(secret in output for secret in secrets)
     visible = json.loads(attempts["read_environ"][1].split("visible=")[1].split(" readable=")[0])
@@ -305,7 +307,7 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
 
     # Checked from outside the build as well.
     assert reached == []
-    assert not outside.exists() and not (PROFILES_DIR / "planted").exists()
+    assert not outside.exists() and not (profiles / "planted").exists()
     planted = [str(path) for path in default_build_cache().rglob("agentledger_hostile.pth")]
     assert planted == []
     build_dir = attempts["forge_result"][1].split("cwd=")[1].split(" ")[0]

@@ -16,6 +16,7 @@ import pytest
 
 from infra.cli.follow import EXIT_CLOSED_PIPE, EXIT_NEEDS_PERSON
 from infra.local.faults import CRASH_POINTS
+from infra.local.profiles import instance_profiles_dir
 
 from .conftest import (
     OPERATOR,
@@ -273,7 +274,8 @@ def test_an_operator_resume_is_recorded_with_its_principal(cli: Cli, api_url: st
 def _signed_headers(api_url: str, path: str, profile: str = REQUESTER) -> dict[str, str]:
     from infra.cli.signing import request_signer  # noqa: PLC0415 — what the CLI signs with
 
-    return request_signer(api_url, profile, PROFILES_DIR)("GET", api_url + path, {}, None)
+    sign = request_signer(api_url, profile, instance_profiles_dir(api_url, PROFILES_DIR))
+    return sign("GET", api_url + path, {}, None)
 
 
 def test_unsigned_badly_signed_and_expired_requests_are_refused_as_api_gateway_does(api_url: str) -> None:

@@ -20,6 +20,7 @@ from agentledger.limits import StartRate
 from agentledger.service import run_id_for
 from infra.cli.signing import request_signer
 from infra.local.principals import principal_arn, write_profiles
+from infra.local.profiles import instance_profiles_dir
 from infra.local.server import LocalApiServer
 from infra.local.throttles import THROTTLE_HEADER
 from tests.signing import SignedBy
@@ -160,10 +161,11 @@ def test_another_principal_replaying_an_idempotency_key_gets_a_run_of_its_own(se
 
 def test_starts_past_the_start_rate_are_a_429_with_retry_after_and_the_cli_waits_then_starts_one_run(
         runtime, tmp_path, sample_repo) -> None:
-    write_profiles(tmp_path, runtime.principals)
     # One start at once, then one every 5 s: the CLI, started next, meets the limit.
     server = LocalApiServer(runtime, port=0, keeper_interval_s=0, start_rate=StartRate(per_s=0.2, burst=1)).start()
-    sign = request_signer(server.url, "agentledger-requester", tmp_path)
+    profiles = instance_profiles_dir(server.url, tmp_path)  # where the CLI looks for this API's
+    write_profiles(profiles, runtime.principals)
+    sign = request_signer(server.url, "agentledger-requester", profiles)
     key = str(uuid.uuid4())
     environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     try:

@@ -1,0 +1,113 @@
+"""Each `serve` writes its callers' profiles in a directory of its own, named by its port, and the
+CLI signs for an API with the profiles of the `serve` on that API's port."""
+from __future__ import annotations
+
+import configparser
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.cli.main import main
+from infra.cli.signing import SigningError, request_signer
+from infra.local.profiles import instance_profiles_dir, local_credentials_dir
+
+DUTIES = ("requester", "reviewer")
+
+
+@pytest.fixture
+def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The credentials directory a user named, and no other AWS settings that could sign."""
+    for variable in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AGENTLEDGER_LOCAL_CREDENTIALS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def serve_wrote(port: int) -> None:
+    """The profiles a `serve` on `port` writes: one per duty, the requester also `default`; each
+    key names its instance and duty."""
+    credentials = configparser.ConfigParser()
+    for duty in DUTIES:
+        key = {"aws_access_key_id": key_id(port, duty), "aws_secret_access_key": f"secret-{port}-{duty}"}
+        credentials[f"agentledger-{duty}"] = key
+        if duty == "requester":
+            credentials["default"] = key
+    directory = instance_profiles_dir(f"http://127.0.0.1:{port}")
+    directory.mkdir(parents=True)
+    with open(directory / "credentials", "w") as file:
+        credentials.write(file)
+
+
+def key_id(port: int, duty: str) -> str:
+    return f"AKIA{port}{duty.upper()}"
+
+
+def signed_with(api_url: str, profile: str | None = None) -> str:
+    """The access key id the CLI's signature for `api_url` carries."""
+    headers = request_signer(api_url, profile)("GET", f"{api_url.rstrip('/')}/runs", {}, None)
+    return headers["Authorization"].split("Credential=")[1].split("/")[0]
+
+
+def test_the_profiles_are_kept_per_port_under_the_credentials_directory(base: Path) -> None:
+    assert local_credentials_dir() == base
+    assert instance_profiles_dir("http://127.0.0.1:8787") == base / "127.0.0.1-8787"
+    assert instance_profiles_dir("http://127.0.0.1:8788") == base / "127.0.0.1-8788"
+
+
+@pytest.mark.parametrize("api_url", ["http://localhost:8787/", "http://[::1]:8787", "http://127.0.0.1:8787/v1"])
+def test_every_name_for_the_same_port_finds_the_same_serve(base: Path, api_url: str) -> None:
+    assert instance_profiles_dir(api_url) == instance_profiles_dir("http://127.0.0.1:8787")
+
+
+def test_without_a_configured_directory_the_profiles_live_in_the_home_directory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTLEDGER_LOCAL_CREDENTIALS_DIR", raising=False)
+    assert instance_profiles_dir("http://127.0.0.1:8787") == Path.home() / ".agentledger" / "local" / "127.0.0.1-8787"
+
+
+def test_the_cli_signs_for_each_api_with_the_keys_of_the_serve_on_its_port(base: Path) -> None:
+    serve_wrote(8787)
+    serve_wrote(8788)
+    assert signed_with("http://127.0.0.1:8787") == key_id(8787, "requester")
+    assert signed_with("http://127.0.0.1:8788") == key_id(8788, "requester")
+    assert signed_with("http://localhost:8788", "agentledger-reviewer") == key_id(8788, "reviewer")
+
+
+def test_a_loopback_api_no_serve_wrote_profiles_for_is_refused_naming_where_they_would_be(base: Path) -> None:
+    serve_wrote(8787)
+    with pytest.raises(SigningError, match=r"no profiles for http://127\.0\.0\.1:8788 in .*127\.0\.0\.1-8788"):
+        request_signer("http://127.0.0.1:8788", None)
+
+
+@pytest.fixture
+def port_with_nothing_listening() -> Iterator[int]:
+    with socket.socket() as bound:  # bound but not listening: a connection is refused
+        bound.bind(("127.0.0.1", 0))
+        yield bound.getsockname()[1]
+
+
+@pytest.fixture
+def port_with_something_listening() -> Iterator[int]:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        yield listening.getsockname()[1]
+
+
+def test_the_cli_against_a_port_where_nothing_serves_says_to_start_serve(
+        base: Path, port_with_nothing_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{port_with_nothing_listening}"
+    assert main(["runs", "--api", url]) == 1
+    assert capsys.readouterr().err == (f"agentledger: cannot reach the agentledger API at {url}; "
+                                       "start it with `agentledger serve`\n")
+
+
+def test_the_cli_against_a_serve_whose_profiles_are_elsewhere_says_where_it_looked(
+        base: Path, port_with_something_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{port_with_something_listening}"
+    assert main(["runs", "--api", url]) == 1
+    assert capsys.readouterr().err == (f"agentledger: no profiles for {url} in {instance_profiles_dir(url)}: "
+                                       "`agentledger serve` writes them there when it starts on that port\n")
