@@ -175,10 +175,11 @@ def cli(api_url: str) -> Callable[..., CliResult]:
     return lambda *args: run_cli(*args, "--api", api_url, "--json")
 
 
-def wait_for_status(api_url: str, run_id: str, status: str, timeout_s: float = 30) -> dict[str, Any]:
+def wait_for_status(api_url: str, run_id: str, status: str, timeout_s: float = 30,
+                    profiles: Path = PROFILES_DIR) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while True:
-        document = http(api_url, "GET", f"/runs/{run_id}").body
+        document = http(api_url, "GET", f"/runs/{run_id}", profiles=profiles).body
         if document["run"]["status"] == status or time.monotonic() > deadline:
             assert document["run"]["status"] == status, document["run"]
             return document
