@@ -177,6 +177,8 @@ class BuildRequest(Record):
     image: str
     compute: str
     timeout_minutes: int
+    # The dependency cache entry it may use or fill (workflow/builds.py: cache_key); None: none.
+    cache_key: str | None = None
 
 
 class Effect(Record):

@@ -14,12 +14,16 @@ A build here gets:
 - limits on CPU time, memory, processes and file size (`prlimit`), and its timeout;
 - every process it started killed when a phase ends, for any reason, including the runtime
   stopping (the phase's pid namespace ends).
-The dependency cache (virtualenvs, one per digest of what the install depends on) is shared by
-builds, and written only by the install phase, into the one entry that phase's inputs name (the
-host computes the name before any of the repository's commands run), and only when the entry is
-missing; every other phase, the tests' included, sees the cache read-only. Package managers'
-download caches are the build's own. The one declared variable replaced is the cache's path:
-CodeBuild's local cache lives under /root, this machine's under the runtime's cache directory.
+The dependency cache lives wherever serve is told (AGENTLEDGER_BUILD_CACHE) and is seen inside the
+sandbox at the path the buildspec declares, as on CodeBuild. It holds virtualenvs, an entry per
+repository and dependencies, named by the orchestrator's key (AGENTLEDGER_CACHE_KEY, a variable the
+build was started with) and this interpreter, never by anything the build says; the install phase
+may write the one entry its key names, and only when it is missing; every other phase, the tests'
+included, sees the cache read-only; agentledger's own tools are written only in the first phase,
+before any of the repository's commands runs. Package managers' downloads are each build's own.
+
+Each build's code runs as a uid of its own (CODE_UIDS), in control groups of its own where this
+machine allows (cgroups.py): one build's processes and memory never count against another's.
 
 With `unsafe=True` (serve's --unsafe-local-builds) a build is a plain subprocess of serve's user
 instead, and says so in its log and on serve's output.
@@ -29,6 +33,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -55,29 +60,48 @@ from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ssm.models import ssm_backends
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE
-from agentledger.testrun import driver as build_driver
-from agentledger.testrun.driver import INHERITED_VARIABLES, kill_tree
-from agentledger.testrun.layout import CACHE_VARIABLE, DRIVER_FILE, TEST_RUN_VARIABLE
+from agentledger.buildkit.install import entry_name
+from agentledger.buildkit.layout import (
+    CACHE_KEY_VARIABLE,
+    CACHE_VARIABLE,
+    CODE_UID_VARIABLE,
+    INSTALLED_MARKER,
+    TEST_RUN_VARIABLE,
+    TOOLS_DIR,
+    TOOLS_MARKER,
+    VENVS_DIR,
+)
+from agentledger.buildkit.processes import kill_tree
 
+from .cgroups import BuildGroupFactory, BuildGroups
 from .profiles import local_credentials_dir
 from .sandbox import (
-    BUILD_UID,
     BuildRoom,
     Mount,
     SandboxedProcess,
     SandboxError,
     SandboxSpec,
+    interpreter_mounts,
+    sandbox_path,
     sandbox_problem,
-    toolchain_mounts,
 )
+from .seccomp import build_filter
 
 PHASES = ("install", "pre_build", "build", "post_build")
 LOG_TAIL_BYTES = 64 << 10
-INSTALL_PHASE = "pre_build"  # the buildspec's phase that runs `driver.py install`
-TOOLS_PHASE = "install"  # the buildspec's phase that runs `driver.py tools`: no repository command runs in it
+INSTALL_PHASE = "pre_build"  # the buildspec's phase that runs the kit's `install`
+TOOLS_PHASE = "install"  # the buildspec's phase that runs the kit's `prepare`: no repository command runs in it
 TOOLS_LOCK = "tools"
-VENV_NAME = re.compile(r"[0-9a-f]{24}")
-CACHE_KEY_TIMEOUT_S = 60
+CACHE_KEY = re.compile(r"[0-9a-f]{64}")
+# What builds see of this machine's environment: the rest is the buildspec's and the build's own.
+INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+# The uids builds' code runs as, one per build running: no user of this machine has one (far above
+# the ranges distributions and /etc/subuid hand out), so a build owns nothing outside its room.
+CODE_UIDS = range(3_000_000_000, 3_000_100_000)
+BUILD_USER = "agentledger-build"
+# Hidden like the home (which holds the cache's path the buildspec declares, /root/.cache/...) when
+# serve's HOME is elsewhere.
+ROOT_HOME = Path("/root")
 UNSAFE_WARNING = ("agentledger: UNSAFE: this build runs without a sandbox (--unsafe-local-builds): the code under "
                   "test runs as serve's user, sees this machine's files and processes and can reach every local port")
 _MOTO_START_BUILD = CodeBuildResponse.start_build
@@ -87,6 +111,7 @@ _MOTO_START_BUILD = CodeBuildResponse.start_build
 class SandboxLimits:
     cpu_seconds: int = 3600
     memory_bytes: int = 8 << 30  # address space: Node and the JVM reserve far more than they use
+    build_memory_bytes: int = 6 << 30  # what all of one build's processes may hold at once (its control group)
     processes: int = 4096
     file_bytes: int = 2 << 30
     disk_bytes: int = 2 << 30  # the build directory's tmpfs: every byte the build writes, its log too
@@ -129,6 +154,11 @@ class LocalCodeBuild:
         # runtime once the endpoint listens (forward_port).
         self.forwarded_port: int | None = None
         self._installing: dict[str, threading.Lock] = {}  # one install per cache entry at a time
+        self._uids_in_use: set[int] = set()
+        self.groups = BuildGroupFactory()
+        if self.groups.problem is not None and not unsafe:
+            print(f"agentledger: builds run without control groups of their own ({self.groups.problem}): each still "
+                  "has a uid of its own, but their memory is bounded per process only", file=sys.stderr, flush=True)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="local-codebuild")
         self._builds: dict[str, LocalBuild] = {}
         self._lock = threading.Lock()
@@ -264,7 +294,7 @@ class LocalCodeBuild:
                 if self.unsafe:
                     log.write(f"{UNSAFE_WARNING}\n".encode())
                     print(f"{UNSAFE_WARNING} ({build.build_id})", file=sys.stderr, flush=True)
-                env = self._environment(build, buildspec, place.directory)
+                env = self._environment(build, buildspec, place)
                 try:
                     for phase in PHASES:
                         commands = (buildspec.get("phases", {}).get(phase) or {}).get("commands") or []
@@ -303,7 +333,7 @@ class LocalCodeBuild:
         if self.unsafe:
             directory = Path(tempfile.mkdtemp(prefix="build-", dir=self.work_root))
             try:
-                yield _Unsandboxed(directory, self.limits)
+                yield _Unsandboxed(directory, self.limits, self.cache_dir)
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
                 directory.with_suffix(".log").unlink(missing_ok=True)
@@ -311,19 +341,47 @@ class LocalCodeBuild:
         problem = sandbox_problem()
         if problem:
             raise SandboxError(problem)
-        room = BuildRoom(Path(tempfile.mkdtemp(prefix="build-", dir=self.work_root)), self.limits.disk_bytes)
-        try:
-            yield _Sandboxed(self, room)
-        finally:
-            room.close()
+        with self._code_uid() as uid, self._groups(build) as groups:
+            room = BuildRoom(Path(tempfile.mkdtemp(prefix="build-", dir=self.work_root)), self.limits.disk_bytes)
+            try:
+                yield _Sandboxed(self, room, uid, groups)
+            finally:
+                room.close()
 
-    def _environment(self, build: LocalBuild, buildspec: dict[str, Any], directory: Path) -> dict[str, str]:
+    @contextmanager
+    def _code_uid(self) -> Iterator[int]:
+        """A uid no other build of this runner's has while this one runs (two serves may draw the
+        same one now and then: their builds still share no file and see none of each other's processes)."""
+        with self._lock:
+            uid = random.choice(CODE_UIDS)
+            while uid in self._uids_in_use:
+                uid = random.choice(CODE_UIDS)
+            self._uids_in_use.add(uid)
+        try:
+            yield uid
+        finally:
+            with self._lock:
+                self._uids_in_use.discard(uid)
+
+    @contextmanager
+    def _groups(self, build: LocalBuild) -> Iterator[BuildGroups | None]:
+        if self.groups.problem is not None:
+            yield None
+            return
+        groups = self.groups.make(build.build_id.rsplit(":", 1)[-1], self.limits.build_memory_bytes,
+                                  self.limits.processes)
+        try:
+            yield groups
+        finally:
+            groups.remove()
+
+    def _environment(self, build: LocalBuild, buildspec: dict[str, Any], place: _Place) -> dict[str, str]:
         host = getattr(os.environ, "process_env", os.environ)  # not a function's invocation view
         env = {name: host[name] for name in INHERITED_VARIABLES if name in host}
         env.update({k: str(v) for k, v in (buildspec.get("env", {}).get("variables") or {}).items()})
         env.update(build.variables)
-        env[CACHE_VARIABLE] = str(self.cache_dir)
-        env.update(CODEBUILD_BUILD_ID=build.build_id, CODEBUILD_SRC_DIR=str(directory))
+        env.update(place.host_variables(env))
+        env.update(CODEBUILD_BUILD_ID=build.build_id, CODEBUILD_SRC_DIR=str(place.directory))
         return env
 
     def _run_phase(self, build: LocalBuild, place: _Place, phase: str, commands: list[str],
@@ -335,18 +393,33 @@ class LocalCodeBuild:
         script = "set -e\n" + "\n".join(commands) + "\n"
         if build.stopped:
             return "STOPPED"
-        with place.phase(phase, env) as mounts:
-            build.process = place.start(script, env, mounts, log)
-            try:
-                exit_code = build.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-                status = "STOPPED" if build.stopped else ("SUCCEEDED" if exit_code == 0 else "FAILED")
-            except subprocess.TimeoutExpired:
-                status = "TIMED_OUT"
-            finally:
-                build.process.kill()
+        context = None
+        try:
+            with place.phase(phase, env) as mounts:
+                build.process = place.start(script, env, mounts, log)
+                try:
+                    exit_code = build.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    status = "STOPPED" if build.stopped else ("SUCCEEDED" if exit_code == 0 else "FAILED")
+                    if status == "FAILED":
+                        context = {"statusCode": "COMMAND_EXECUTION_ERROR",
+                                   "message": f"Error while executing the {phase} phase's commands. "
+                                              f"Reason: exit status {exit_code}"}
+                except subprocess.TimeoutExpired:
+                    status = "TIMED_OUT"
+                finally:
+                    build.process.kill()
+        except (SandboxError, OSError) as error:
+            # The phase never ran: said in the build's log and in its record, as CodeBuild says why a
+            # build could not start (without this machine's paths, which are no build's business).
+            print(f"agentledger: local build {build.build_id}: the {phase} phase could not start: {error}",
+                  file=sys.stderr, flush=True)
+            reason = f"the build's sandbox could not start the {phase} phase: {without_paths(str(error))}"
+            log.write(f"[Container] {reason}\n".encode())
+            status, context = "FAILED", {"statusCode": "CLIENT_ERROR", "message": reason}
         log.write(f"[Container] Phase {phase.upper()} {status}\n".encode())
         build.record["phases"].append({"phaseType": phase.upper(), "phaseStatus": status, "startTime": started,
-                                       "endTime": iso_8601_datetime_with_milliseconds()})
+                                       "endTime": iso_8601_datetime_with_milliseconds(),
+                                       **({"contexts": [context]} if context else {})})
         return status
 
     def _stop(self, build: LocalBuild) -> None:
@@ -390,6 +463,10 @@ class _Place(ABC):
         yield []
 
     @abstractmethod
+    def host_variables(self, env: dict[str, str]) -> dict[str, str]:
+        """What the host declares to the build beside the buildspec's and the build's variables."""
+
+    @abstractmethod
     def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
         """Starts the phase's script with the environment and the extra mounts."""
 
@@ -408,8 +485,12 @@ class _SubprocessPhase(_Phase):
 class _Unsandboxed(_Place):
     """--unsafe-local-builds: serve's user, this machine's filesystem and network, a process-tree kill."""
 
-    def __init__(self, directory: Path, limits: SandboxLimits) -> None:
+    def __init__(self, directory: Path, limits: SandboxLimits, cache_dir: Path) -> None:
         self.directory, self.log_path, self.limits = directory, directory.with_suffix(".log"), limits
+        self.cache_dir = cache_dir
+
+    def host_variables(self, env: dict[str, str]) -> dict[str, str]:
+        return {CACHE_VARIABLE: str(self.cache_dir)}  # no mounts: the cache is where it lies
 
     def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
         return _SubprocessPhase(subprocess.Popen(
@@ -429,50 +510,58 @@ class _SandboxedPhase(_Phase):
 
 
 class _Sandboxed(_Place):
-    def __init__(self, runner: LocalCodeBuild, room: BuildRoom) -> None:
-        self.runner, self.room = runner, room
+    def __init__(self, runner: LocalCodeBuild, room: BuildRoom, code_uid: int, groups: BuildGroups | None) -> None:
+        self.runner, self.room, self.code_uid = runner, room, code_uid
         self.directory = room.source
         # In the room: bounded by its size, and out of the build's sight (only src is bound).
         self.log_path = room.host_view(room.path / "build.log")
         home = Path.home()
-        hidden = tuple(path for path in (local_credentials_dir(),) if path.exists())
-        self.spec = SandboxSpec(room=room, home=home, hidden=hidden,
-                                toolchain=tuple(toolchain_mounts(os.environ.get("PATH", ""), home)),
-                                tmp_bytes=runner.limits.tmp_bytes, limits=tuple(runner.limits.prefix()))
-        self.venvs = runner.cache_dir / "venvs"
-        self.tools = runner.cache_dir / "tools"
+        # Hidden: every serve's profiles, and the cache where it lies on this machine (the build sees
+        # the cache at the buildspec's path, as the mounts below make it).
+        hidden = tuple(path for path in (local_credentials_dir(), runner.cache_dir, ROOT_HOME)
+                       if path.exists() and path != home)
+        self.spec = SandboxSpec(room=room, home=home, hidden=hidden, toolchain=interpreter_mounts(home),
+                                tmp_bytes=runner.limits.tmp_bytes, limits=tuple(runner.limits.prefix()),
+                                seccomp=build_filter(), files=_identity_files(code_uid),
+                                prefix=tuple(groups.join_prefix()) if groups else ())
+        self.venvs = runner.cache_dir / VENVS_DIR
+        self.tools = runner.cache_dir / TOOLS_DIR
+
+    def host_variables(self, env: dict[str, str]) -> dict[str, str]:
+        return {CODE_UID_VARIABLE: str(self.code_uid), "PATH": sandbox_path(env.get("PATH", ""), self.spec.home)}
 
     @contextmanager
     def phase(self, phase: str, env: dict[str, str]) -> Iterator[list[Mount]]:
-        """The cache as the phase sees it: the build's own scratch at the cache's path (package
-        managers' downloads), the shared virtualenvs over it read-only, and, for the install phase
-        on a miss, the one entry its inputs name, writable. The entry is kept only if the install
+        """The cache as the phase sees it, at the buildspec's path: the build's own scratch there,
+        the shared virtualenvs and tools over it read-only, and writable only the tools in the
+        first phase (no command of the repository's has run yet), and for the install phase on a
+        miss the one entry the orchestrator's key names. An entry is kept only if the install
         marked it installed; then it is made root's, so no later build's uid can change it."""
         self.venvs.mkdir(parents=True, exist_ok=True)
         self.tools.mkdir(parents=True, exist_ok=True)
         cache = Path(env[CACHE_VARIABLE])
-        mounts = [Mount(self.room.cache, cache, writable=True), Mount(self.venvs, cache / "venvs", writable=False)]
+        mounts = [Mount(self.room.cache, cache, writable=True), Mount(self.venvs, cache / VENVS_DIR, writable=False)]
         if phase == TOOLS_PHASE:
             with self._tools_installing():
-                yield [*mounts, Mount(self.tools, cache / "tools", writable=True)]
+                yield [*mounts, Mount(self.tools, cache / TOOLS_DIR, writable=True)]
             return
-        mounts.append(Mount(self.tools, cache / "tools", writable=False))
-        venv = self._venv_name(env) if phase == INSTALL_PHASE else None
-        if venv is None:
+        mounts.append(Mount(self.tools, cache / TOOLS_DIR, writable=False))
+        key = env.get(CACHE_KEY_VARIABLE, "")
+        if phase != INSTALL_PHASE or not CACHE_KEY.fullmatch(key):
             yield mounts
             return
-        with self.runner._install_lock(venv):
-            entry = self.venvs / venv
-            if (entry / build_driver.INSTALLED_MARKER).exists():
+        name = entry_name(key, sys.version)  # the interpreter the sandbox runs (sandbox_path puts it first)
+        with self.runner._install_lock(name):
+            entry = self.venvs / name
+            if (entry / INSTALLED_MARKER).exists():
                 yield mounts
                 return
             shutil.rmtree(entry, ignore_errors=True)  # what a failed or killed install left
             entry.mkdir()
-            os.chown(entry, BUILD_UID, BUILD_UID)
             try:
-                yield [*mounts, Mount(entry, cache / "venvs" / venv, writable=True)]
+                yield [*mounts, Mount(entry, cache / VENVS_DIR / name, writable=True)]
             finally:
-                if (entry / build_driver.INSTALLED_MARKER).exists():
+                if (entry / INSTALLED_MARKER).exists():
                     _make_root_owned(entry)
                 else:
                     shutil.rmtree(entry, ignore_errors=True)
@@ -481,44 +570,40 @@ class _Sandboxed(_Place):
     def _tools_installing(self) -> Iterator[None]:
         """agentledger's own tools (named by their pins, shared by every repository) are written only
         in the phase where nothing of the repository's runs, one build at a time; what a finished
-        install marked is then made root's, and what an unfinished one left is removed."""
+        install marked is kept, root's, and what an unfinished one left is removed."""
         with self.runner._install_lock(TOOLS_LOCK):
-            for entry in self.tools.iterdir():
-                if not (entry / build_driver.TOOLS_MARKER).exists():
-                    shutil.rmtree(entry, ignore_errors=True)
-            os.chown(self.tools, BUILD_UID, BUILD_UID)
+            self._keep_finished_tools()
             try:
                 yield
             finally:
-                for entry in self.tools.iterdir():
-                    if (entry / build_driver.TOOLS_MARKER).exists():
-                        _make_root_owned(entry)
-                    else:
-                        shutil.rmtree(entry, ignore_errors=True)
-                os.chown(self.tools, 0, 0)
+                self._keep_finished_tools()
 
-    def _venv_name(self, env: dict[str, str]) -> str | None:
-        """Asked of the driver before any of the repository's commands ran (only the input's
-        extraction has), in a sandbox without a network or a cache."""
-        process = SandboxedProcess(self.spec, f"exec python3 {DRIVER_FILE} cache-key", env, [],
-                                   forwarded_port=None, network=False, stdout=subprocess.PIPE)
-        try:
-            assert process.process.stdout is not None
-            answer = process.process.stdout.read(256).decode(errors="replace").strip()
-            process.wait(CACHE_KEY_TIMEOUT_S)
-        finally:
-            process.kill()
-            if process.process.stdout is not None:
-                process.process.stdout.close()
-        if not answer:
-            return None
-        if not VENV_NAME.fullmatch(answer):
-            raise SandboxError(f"the driver named no cache entry: {answer[:100]!r}")
-        return answer
+    def _keep_finished_tools(self) -> None:
+        for entry in self.tools.iterdir():
+            if (entry / TOOLS_MARKER).exists():
+                _make_root_owned(entry)
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
 
     def start(self, script: str, env: dict[str, str], mounts: list[Mount], log: Any) -> _Phase:
         return _SandboxedPhase(SandboxedProcess(self.spec, script, env, mounts, self.runner.forwarded_port,
                                                 network=True, stdout=log))
+
+
+def _identity_files(code_uid: int) -> tuple[tuple[str, bytes], ...]:
+    """/etc/passwd and /etc/group as the sandbox sees them: this machine's, and the build's uid under
+    a name (a JVM asks for its user's home, and a tool may refuse a uid with no name)."""
+    files = []
+    for path, line in (("/etc/passwd", f"{BUILD_USER}:x:{code_uid}:{code_uid}::/nonexistent:/usr/sbin/nologin\n"),
+                       ("/etc/group", f"{BUILD_USER}:x:{code_uid}:\n")):
+        host = Path(path).read_bytes() if Path(path).is_file() else b""
+        files.append((path, host.rstrip(b"\n") + b"\n" + line.encode()))
+    return tuple(files)
+
+
+def without_paths(message: str) -> str:
+    """A sandbox's error as a build's record may tell it: this machine's paths left out."""
+    return re.sub(r"(?<![\w.])/[^\s:'\"]+", "<path>", message)
 
 
 def state_change_event(record: dict[str, Any]) -> dict[str, Any]:

@@ -1,17 +1,19 @@
 """The local test build's sandbox: bubblewrap namespaces, a size-capped build directory, and a
 network that reaches the package index and one loopback port (the S3 endpoint), nothing else.
 
-Each phase of a build runs as `nsenter (the room's mount namespace) bwrap ... setpriv (uid
-65534) prlimit ... bash -c SCRIPT`:
+Each phase of a build runs as `(join the build's control groups) nsenter (the room's mount
+namespace) bwrap ... prlimit ... bash -c SCRIPT`:
 - the room: a tmpfs of `disk_bytes`, mounted in a mount namespace of its own held by one sleeping
   process, so the build directory lasts from phase to phase, bounds every byte written into it,
   and is gone (memory freed) when that process dies, whatever killed the build;
 - bwrap as root, without a user namespace: new pid, mount, IPC, UTS and network namespaces; the
   host's root read-only; private /tmp, /dev/shm and home (tmpfs, size-capped); the real home
-  hidden but for the toolchain on PATH, re-bound read-only; the build directory (and the cache
-  mounts the caller names) the only writable paths; then setpriv drops to uid/gid 65534 with no
-  capabilities and no_new_privs. Without a user namespace uid 65534 is the real uid 65534 (inside
-  a user namespace root would map it to root outside, the owner of every root file it can see);
+  hidden but for the interpreter's tree, re-bound read-only; the build directory (and the cache
+  mounts the caller names) the only writable paths; no_new_privs and the seccomp filter
+  (seccomp.py). The script runs as root with the few capabilities the kit needs to run the
+  repository's commands as the build's own uid (which it does) and to own the build's files; the
+  build's uid is in the sandbox's /etc/passwd. Without a user namespace a uid is the real one
+  (inside a user namespace root would map the build's uid to root outside);
 - the pid namespace ends with its first process (bwrap's, killed with its parent), so nothing
   the build forked, daemons included, outlives the phase; the caller waits until the namespace
   holds no process before it goes on;
@@ -30,17 +32,22 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-BUILD_UID = 65534  # nobody: owns nothing on the host
+from .seccomp import SeccompUnavailable, build_filter
+
 REQUIRED_TOOLS = ("bwrap", "pasta", "nsenter", "unshare", "setpriv", "prlimit")
 INSTALL_HINT = ("install bubblewrap and passt as root (`sudo apt-get install -y bubblewrap passt`, or `make "
                 "install` run as root) and run `agentledger serve` as root, or pass --unsafe-local-builds to run "
                 "builds without a sandbox")
+# What the kit, root in the sandbox, may do: become the build's uid, own and clear the build's files,
+# end the build's processes. Nothing else: no mount, no module, no raw network, no ptrace of another uid.
+KIT_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL")
 NAMESPACE_EMPTY_TIMEOUT_S = 10.0
 SANDBOX_HOSTNAME = "agentledger-build"
 # What the sandbox's files are made with, whatever serve's own umask.
@@ -48,7 +55,7 @@ SANDBOX_UMASK = 0o022
 # The room: a tmpfs for the build directory and the build's log, chowned for the build's uid.
 _ROOM_SCRIPT = (
     'mount -t tmpfs -o "size=$2,mode=0755" agentledger-build "$1" && mkdir "$1/src" "$1/cache" && '
-    f'chown {BUILD_UID}:{BUILD_UID} "$1/src" "$1/cache" && echo ready && exec sleep 2147483647'
+    'echo ready && exec sleep 2147483647'
 )
 
 
@@ -64,8 +71,12 @@ def sandbox_problem() -> str | None:
     if missing:
         return f"the local build sandbox needs {', '.join(missing)}: {INSTALL_HINT}"
     if os.geteuid() != 0:
-        return ("the local build sandbox needs root (to run builds as uid 65534, to mount their size-capped "
-                f"directory and to give them a network of their own): {INSTALL_HINT}")
+        return ("the local build sandbox needs root (to run builds as a uid of their own, to mount their "
+                f"size-capped directory and to give them a network of their own): {INSTALL_HINT}")
+    try:
+        build_filter()
+    except SeccompUnavailable as error:
+        return f"the local build sandbox needs a seccomp filter: {error}"
     return None
 
 
@@ -123,17 +134,22 @@ class BuildRoom:
         self.path.rmdir()
 
 
-def toolchain_mounts(path_variable: str, home: Path) -> list[Mount]:
-    """PATH's directories under the hidden home, re-bound read-only at the top directory that
-    holds each (`~/.pyenv` for `~/.pyenv/shims`): the interpreters, not the rest of the home."""
-    tops: list[Path] = []
+def interpreter_mounts(home: Path) -> tuple[Mount, ...]:
+    """The installation of the interpreter serve runs on, re-bound read-only where it lies under
+    the hidden home (pyenv's ~/.pyenv/versions/3.11.7): what builds run Python with, and nothing
+    else of the home (no other toolchain, no pyenv shim, no credentials beside it)."""
+    prefix = Path(sys.base_prefix).resolve()
+    return (Mount(prefix, prefix, writable=False),) if prefix.is_relative_to(home) else ()
+
+
+def sandbox_path(path_variable: str, home: Path) -> str:
+    """PATH as a build sees it: the interpreter's own directory first (the cache's entries are named
+    by it), then this machine's directories outside the hidden home."""
+    entries = [str(Path(sys.base_prefix).resolve() / "bin")]
     for entry in path_variable.split(os.pathsep):
-        directory = Path(entry)
-        if directory.is_absolute() and directory.is_relative_to(home) and directory != home:
-            top = home / directory.relative_to(home).parts[0]
-            if top.is_dir() and top not in tops:
-                tops.append(top)
-    return [Mount(top, top, writable=False) for top in tops]
+        if entry and Path(entry).is_absolute() and not Path(entry).is_relative_to(home) and entry not in entries:
+            entries.append(entry)
+    return os.pathsep.join(entries)
 
 
 @dataclass(frozen=True)
@@ -141,10 +157,13 @@ class SandboxSpec:
     """Everything a phase's sandbox is made of besides its command."""
     room: BuildRoom
     home: Path  # hidden
-    hidden: tuple[Path, ...]  # also hidden (serve's credentials directory)
+    hidden: tuple[Path, ...]  # also hidden (serve's credentials directory, the cache's host path)
     toolchain: tuple[Mount, ...]
     tmp_bytes: int
     limits: tuple[str, ...]  # the command that applies the limits (nice, prlimit) to the script
+    seccomp: bytes  # the compiled filter (seccomp.py)
+    files: tuple[tuple[str, bytes], ...] = ()  # files the sandbox sees instead of the host's (/etc/passwd)
+    prefix: tuple[str, ...] = ()  # what starts the phase (joining the build's control groups)
 
 
 class SandboxedProcess:
@@ -156,21 +175,20 @@ class SandboxedProcess:
         self.network: _Network | None = None
         self.pid_namespace: str | None = None
         info_read, info_write = os.pipe()
+        data = [_data_descriptor(content) for content in (spec.seccomp, *(content for _, content in spec.files))]
         try:
             # The namespace is made and configured by pasta before bwrap enters it: bwrap's own
             # loopback setup of a namespace pasta is configuring fails now and then
             # (`loopback: Failed RTM_NEWADDR`), and bwrap sets up no loopback in one it enters.
             self.network = _Network(forwarded_port) if network else None
             entered = [f"--net={self.network.namespace}"] if self.network else []
-            argv = ["nsenter", f"--mount={spec.room.mount_namespace}", *entered, "--",
-                    *_bwrap_arguments(spec, mounts, info_write, own_network=not network),
-                    "setpriv", f"--reuid={BUILD_UID}", f"--regid={BUILD_UID}", "--clear-groups", "--no-new-privs",
-                    "--inh-caps=-all", "--bounding-set=-all", "--",
+            argv = [*spec.prefix, "nsenter", f"--mount={spec.room.mount_namespace}", *entered, "--",
+                    *_bwrap_arguments(spec, mounts, info_write, own_network=not network, data=data),
                     *spec.limits, "bash", "-c", script]
             # The environment reaches the command by inheritance, never as arguments: bwrap's
             # command line is readable in the namespace (/proc/1/cmdline), its environment is not.
             self.process = subprocess.Popen(argv, env=environment, stdin=subprocess.DEVNULL, stdout=stdout,
-                                            stderr=subprocess.STDOUT, pass_fds=(info_write,),
+                                            stderr=subprocess.STDOUT, pass_fds=(info_write, *data),
                                             start_new_session=True, umask=SANDBOX_UMASK)
         except BaseException:
             os.close(info_read)
@@ -178,7 +196,8 @@ class SandboxedProcess:
                 self.network.close()
             raise
         finally:
-            os.close(info_write)
+            for descriptor in (info_write, *data):
+                os.close(descriptor)
         try:
             info = _read_info(info_read)
             self.pid_namespace = f"pid:[{info['pid-namespace']}]"
@@ -240,7 +259,19 @@ class _Network:
                 stream.close()
 
 
-def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, own_network: bool) -> list[str]:
+def _data_descriptor(content: bytes) -> int:
+    """A pipe holding `content`, its read end for bwrap (a filter or a file is a few kilobytes, well
+    within a pipe's buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, content)
+    finally:
+        os.close(write)
+    return read
+
+
+def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, own_network: bool,
+                     data: Sequence[int]) -> list[str]:
     tmp = str(spec.tmp_bytes)
     private = (Path("/tmp"), spec.home, *spec.hidden)
     arguments = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -253,15 +284,17 @@ def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, o
     for mount in every:
         arguments += _parents(mount.target, private)
         arguments += mount.arguments()
+    seccomp, *files = data
+    for (path, _), descriptor in zip(spec.files, files, strict=True):
+        arguments += ["--ro-bind-data", str(descriptor), path]
     # Without a network of its own, the phase runs in the network namespace it was started in,
     # which the caller made for it.
     unshare_net = ["--unshare-net"] if own_network else []
+    capabilities = [argument for capability in KIT_CAPABILITIES for argument in ("--cap-add", capability)]
     return [*arguments,
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", *unshare_net, "--unshare-cgroup-try",
             "--hostname", SANDBOX_HOSTNAME, "--die-with-parent", "--new-session", "--chdir", str(spec.room.source),
-            # setpriv needs these two to become uid 65534; it drops every capability as it does.
-            "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-            "--info-fd", str(info_fd), "--"]
+            *capabilities, "--seccomp", str(seccomp), "--info-fd", str(info_fd), "--"]
 
 
 def _parents(target: Path, private: Sequence[Path]) -> list[str]:

@@ -26,8 +26,8 @@ from botocore.config import Config
 
 from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
 from agentledger.adapters.s3_artifacts import ArtifactStore
+from agentledger.buildkit import layout
 from agentledger.models import BuildRequest
-from agentledger.testrun import layout
 from agentledger.testrun.config import PYTEST_COMMAND, load_config
 from agentledger.workflow.builds import control_files, package, repository_files
 from agentledger.workflow.verification import read_output_archive

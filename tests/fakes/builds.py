@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentledger.buildkit import layout
 from agentledger.models import BuildRequest
 from agentledger.states import BuildStatus
-from agentledger.testrun import layout
 from tests.fakes.adapters import InMemoryArtifacts
 
 Outcome = Literal["pass", "fail", "no_tests", "nothing_collected", "timeout", "install_timeout", "no_upload"]

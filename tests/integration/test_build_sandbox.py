@@ -32,7 +32,8 @@ from agentledger.models import BuildRequest, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
-from agentledger.testrun.layout import BUILDSPEC, OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
+from agentledger.buildkit.layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
+from agentledger.testrun.layout import BUILDSPEC
 from agentledger.workflow.builds import control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input

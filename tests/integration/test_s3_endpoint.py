@@ -23,7 +23,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from agentledger.testrun.driver import multipart_body
+from agentledger.buildkit.upload import multipart_body
 from infra.local.principals import write_profiles
 from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 from tests.stack_driver import REQUESTER

@@ -3,13 +3,10 @@ CLI signs for an API with the profiles of the `serve` on that API's port."""
 from __future__ import annotations
 
 import configparser
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from infra.cli.main import main
 from infra.cli.signing import SigningError, request_signer
 from infra.local.profiles import instance_profiles_dir, local_credentials_dir
 
@@ -80,34 +77,3 @@ def test_a_loopback_api_no_serve_wrote_profiles_for_is_refused_naming_where_they
     serve_wrote(8787)
     with pytest.raises(SigningError, match=r"no profiles for http://127\.0\.0\.1:8788 in .*127\.0\.0\.1-8788"):
         request_signer("http://127.0.0.1:8788", None)
-
-
-@pytest.fixture
-def port_with_nothing_listening() -> Iterator[int]:
-    with socket.socket() as bound:  # bound but not listening: a connection is refused
-        bound.bind(("127.0.0.1", 0))
-        yield bound.getsockname()[1]
-
-
-@pytest.fixture
-def port_with_something_listening() -> Iterator[int]:
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        yield listening.getsockname()[1]
-
-
-def test_the_cli_against_a_port_where_nothing_serves_says_to_start_serve(
-        base: Path, port_with_nothing_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"http://127.0.0.1:{port_with_nothing_listening}"
-    assert main(["runs", "--api", url]) == 1
-    assert capsys.readouterr().err == (f"agentledger: cannot reach the agentledger API at {url}; "
-                                       "start it with `agentledger serve`\n")
-
-
-def test_the_cli_against_a_serve_whose_profiles_are_elsewhere_says_where_it_looked(
-        base: Path, port_with_something_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"http://127.0.0.1:{port_with_something_listening}"
-    assert main(["runs", "--api", url]) == 1
-    assert capsys.readouterr().err == (f"agentledger: no profiles for {url} in {instance_profiles_dir(url)}: "
-                                       "`agentledger serve` writes them there when it starts on that port\n")

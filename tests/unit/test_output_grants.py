@@ -13,9 +13,9 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
+from agentledger.buildkit.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from agentledger.models import BuildRequest
 from agentledger.states import BuildStatus
-from agentledger.testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 
 pytestmark = pytest.mark.unit
 

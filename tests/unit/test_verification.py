@@ -17,7 +17,8 @@ from agentledger.errors import (
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
-from agentledger.testrun import layout
+from agentledger.buildkit import layout
+from agentledger.testrun.layout import build_timeout_minutes
 from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive
 from tests.fakes.world import World, build_world
@@ -68,10 +69,11 @@ def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World
     assert request.output_grant["fields"] == {"key": test_run.output_key}
     assert request.output_grant["max_bytes"] == layout.OUTPUT_ARCHIVE_LIMIT_BYTES
     assert request.test_run == f"{run_id}/{test_run.digest}#1"
-    # The input is the repository with the tests written in, plus the driver and the configuration.
+    # The input is the repository with the tests written in, plus the kit and the configuration.
     with tarfile.open(fileobj=io.BytesIO(world.artifacts.objects[test_run.input.key])) as archive:
         names = set(archive.getnames())
-    assert {layout.DRIVER_FILE, layout.CONFIG_FILE, "repository/textkit/slug.py", "repository/pyproject.toml"} <= names
+    assert {layout.KIT_ENTRY_FILE, f"{layout.KIT_DIR}/driver.py", layout.CONFIG_FILE, "repository/textkit/slug.py",
+            "repository/pyproject.toml"} <= names
     assert any(name.startswith("repository/tests/test_textkit_") for name in names)
 
 
@@ -200,10 +202,10 @@ def test_a_compute_or_image_the_deployment_does_not_allow_is_refused_with_the_li
 
 
 def test_the_build_timeout_covers_install_and_tests_within_codebuild_bounds() -> None:
-    assert layout.build_timeout_minutes(60) == 12
-    assert layout.build_timeout_minutes(1) == 11
-    assert layout.build_timeout_minutes(8 * 3600) == 970
-    assert layout.build_timeout_minutes(100 * 3600) == 2160
+    assert build_timeout_minutes(60) == 13  # the install, the project's install and the tests, and a margin
+    assert build_timeout_minutes(1) == 11
+    assert build_timeout_minutes(8 * 3600) == 1450
+    assert build_timeout_minutes(100 * 3600) == 2160
 
 
 def test_an_uploaded_archive_is_read_with_bounds_and_anything_unexpected_is_ignored() -> None:

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from agentledger import metric_names
+from agentledger.buildkit import layout
 from agentledger.errors import GenerationFailedError
 from agentledger.faults import SimulatedCrash
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.states import BuildStatus
-from agentledger.testrun import layout
 from tests.fakes.builds import archive_of, generation_archive
 from tests.fakes.effects import InMemoryTracker
 from tests.fakes.world import World, build_world
@@ -58,7 +58,8 @@ def test_pynguin_runs_in_one_build_and_what_it_keeps_is_the_change(world: World)
     assert (request["writer"], request["candidate_files"]) == ("pynguin", [])  # Pynguin writes in the build
     assert {t["module"] for t in request["targets"]} == {"textkit.slug", "textkit.stats"}
     assert request["module_seconds"] == 15  # the sample's pyproject lowers the deployment's 60
-    assert {layout.DRIVER_FILE, layout.GENERATION_FILE, f"{layout.BUILD_SITE_DIR}/agentledger_pytest.py"} <= set(sent)
+    assert {layout.KIT_ENTRY_FILE, f"{layout.KIT_DIR}/generation.py", f"{layout.BUILD_SITE_DIR}/agentledger_pytest.py"} \
+        <= set(sent)
 
     ledger = world.ledger.load(run_id)
     assert ledger.stages["execute"].status == StageStatus.COMPLETE and ledger.stages["execute"].attempt == 1

@@ -15,9 +15,9 @@ import secrets
 from contextlib import suppress
 from typing import Any
 
+from ..buildkit.layout import CACHE_KEY_VARIABLE, INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from ..models import BuildRequest
 from ..states import BuildStatus
-from ..testrun.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 
 # CodeBuild's state-change event for a build that ended: the stack's rule matches these, the
 # BuildEndedFunction reads them, and the local runtime sends them as EventBridge would.
@@ -65,6 +65,8 @@ class CodeBuildBuilds:
             {"name": TEST_RUN_VARIABLE, "value": request.test_run, "type": "PLAINTEXT"},
             {"name": OUTPUT_GRANT_VARIABLE, "value": grant, "type": "PARAMETER_STORE"},
         ]
+        if request.cache_key is not None:
+            variables.append({"name": CACHE_KEY_VARIABLE, "value": request.cache_key, "type": "PLAINTEXT"})
         try:
             response = self._codebuild.start_build(
                 projectName=self.project_name,

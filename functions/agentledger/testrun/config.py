@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentledger.testrun.layout import JUNIT_DIR, RESULTS_VARIABLE
+from agentledger.buildkit.layout import JUNIT_DIR, RESULTS_VARIABLE
 
 
 class ConfigError(ValueError):
@@ -52,6 +52,9 @@ class TestRunConfig(BaseModel):
     jacoco: list[str] = []
     env: dict[str, str]
     virtualenv: bool
+    # The project installed from its tree in every build, after the dependencies (cached or not):
+    # what its build backend generates (a version file from the VCS) is there in every build.
+    install_project: bool = False
     cache_key_files: list[str]
     image: str
     compute: Compute
@@ -91,6 +94,8 @@ TEST_EXTRAS = ("test", "tests", "testing", "dev")
 PACKAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # A PEP 508 requirement without markers or URLs: a name, extras, version clauses.
 REQUIREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}(\[[A-Za-z0-9,._ -]{1,100}\])?[ <>=!~.,*0-9A-Za-z+-]{0,100}")
+# pip isolated from the repository (`-I`): a top-level `pip/` of the project's never stands in for it.
+PIP_INSTALL = "python -I -m pip install"
 PYTEST_COMMAND = (
     f'python -m pytest -p no:cacheprovider --junitxml="${RESULTS_VARIABLE}/{JUNIT_DIR}/pytest.xml"'
 )
@@ -306,6 +311,7 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "generation_module_seconds": ("generation_module_seconds", _seconds("generation_module_seconds")),
     "generation_seconds": ("generation_seconds", _seconds("generation_seconds")),
     "random_order": ("random_order", _boolean("random_order")),
+    "install_project": ("install_project", _boolean("install_project")),
 }
 
 
@@ -335,7 +341,8 @@ def _has_python_modules(root: Path) -> bool:
 def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
               explicit_test: bool) -> dict[str, Any]:
     common = {"timeout_s": DEFAULT_TIMEOUT_S, "env": {}, "image": DEFAULT_IMAGE,
-              "compute": DEFAULT_COMPUTE, "virtualenv": False, "junit": [], "jacoco": [], "install": [],
+              "compute": DEFAULT_COMPUTE, "virtualenv": False, "install_project": False, "junit": [], "jacoco": [],
+              "install": [],
               "cache_key_files": [], "writer": None, "generation_module_seconds": None,
               "generation_seconds": None, "random_order": True}
     if ecosystem == "python":
@@ -350,21 +357,22 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
 
 def _python_defaults(root: Path, pyproject: dict[str, Any], explicit_test: bool) -> dict[str, Any]:
     requirements = _existing(root, REQUIREMENTS_FILES)
-    install = [f"python -m pip install -r {path}" for path in requirements]
-    buildable = isinstance(pyproject.get("project"), dict) or isinstance(pyproject.get("build-system"), dict)
-    if buildable or _existing(root, ("setup.py", "setup.cfg")):
+    install = [f"{PIP_INSTALL} -r {path}" for path in requirements]
+    buildable = (isinstance(pyproject.get("project"), dict) or isinstance(pyproject.get("build-system"), dict)
+                 or bool(_existing(root, ("setup.py", "setup.cfg"))))
+    if buildable:
         install.append(_project_install(_test_extras(root, pyproject)))
     grouped = _test_group_requirements(pyproject)
     if grouped:
-        install.append("python -m pip install " + " ".join(grouped))
+        install.append(f"{PIP_INSTALL} " + " ".join(grouped))
     if not explicit_test:
-        install.append("python -m pip install pytest")
-    return {"virtualenv": True, "install": install, "test": PYTEST_COMMAND,
+        install.append(f"{PIP_INSTALL} pytest")
+    return {"virtualenv": True, "install_project": buildable, "install": install, "test": PYTEST_COMMAND,
             "cache_key_files": _existing(root, ("pyproject.toml", "setup.py", "setup.cfg")) + requirements}
 
 
 def _project_install(extras: list[str]) -> str:
-    return f"python -m pip install '.[{','.join(extras)}]'" if extras else "python -m pip install ."
+    return f"{PIP_INSTALL} '.[{','.join(extras)}]'" if extras else f"{PIP_INSTALL} ."
 
 
 def _test_extras(root: Path, pyproject: dict[str, Any]) -> list[str]:

@@ -17,23 +17,21 @@ from pathlib import Path
 
 from agentledger.artifacts import stage_prefix
 
-from .. import faults
+from .. import buildkit, faults
+from ..buildkit import layout
 from ..errors import TestConfigurationError
 from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, seconds_between, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
-from ..testrun import layout
 from ..testrun.config import ConfigError, TestRunConfig, load_config
+from ..testrun.layout import output_grant_seconds
 
-TESTRUN_DIR = Path(__file__).resolve().parent.parent / "testrun"
-# What of agentledger every build carries, by its path in the input: the driver, and for a build
-# that writes tests the generation module and the directory put on the project's path.
-DRIVER_FILES: dict[str, Path] = {
-    layout.DRIVER_FILE: TESTRUN_DIR / "driver.py",
-    layout.GENERATION_FILE: TESTRUN_DIR / "generation.py",
-    layout.JAVA_GENERATION_FILE: TESTRUN_DIR / "generation_java.py",
-    **{f"{layout.BUILD_SITE_DIR}/{path.name}": path for path in sorted((TESTRUN_DIR / "build_site").glob("*.py"))},
+KIT_SOURCE = Path(buildkit.__file__).resolve().parent
+# What of agentledger every build carries, by its path in the input: the kit, whole.
+KIT_FILES: dict[str, Path] = {
+    f"{layout.KIT_DIR}/{path.relative_to(KIT_SOURCE).as_posix()}": path
+    for path in sorted(KIT_SOURCE.rglob("*.py")) if "__pycache__" not in path.parts
 }
 INPUT_LINK_SECONDS = 3600  # the build fetches its input as its first step
 # How long the state machine's parked wait lasts before it looks itself: CodeBuild's state-change
@@ -84,8 +82,25 @@ def load_build_config(root: Path, allowance: BuildAllowance) -> TestRunConfig:
     return config
 
 
-def driver_digest() -> str:
-    return digest({path: sha256_bytes(source.read_bytes()) for path, source in DRIVER_FILES.items()})
+def kit_digest() -> str:
+    return digest({path: sha256_bytes(source.read_bytes()) for path, source in KIT_FILES.items()})
+
+
+def cache_key(run: Run, config: TestRunConfig, source_files: dict[str, str]) -> str | None:
+    """The dependency cache entry a build of this run may use or fill: one per repository (as the
+    caller who asked for the run names it) and everything the install depends on. A build's code
+    can write the entry it fills, so no other repository ever gets it; and nothing of the build's
+    is asked for it. None when the build caches nothing."""
+    if not config.virtualenv:
+        return None
+    return digest({
+        "repository": run.repository,
+        "requested_by": run.requested_by,
+        "files": {name: source_files.get(name) for name in sorted(config.cache_key_files)},
+        "install": config.install,
+        "env": config.env,
+        "image": config.image,
+    })
 
 
 @dataclass(frozen=True)
@@ -100,6 +115,7 @@ class BuildInputs:
     config: TestRunConfig
     files: Callable[[], dict[str, bytes]]
     timeout_minutes: int
+    cache_key: str | None
 
 
 @dataclass
@@ -174,7 +190,8 @@ class Builds:
                 test_run=marker,
                 input_url=self.artifacts.download_url(test_run.input.key, INPUT_LINK_SECONDS),
                 output_grant=self.artifacts.upload_grant(test_run.output_key, layout.OUTPUT_ARCHIVE_LIMIT_BYTES,
-                                                         layout.output_grant_seconds(inputs.timeout_minutes)),
+                                                         output_grant_seconds(inputs.timeout_minutes)),
+                cache_key=inputs.cache_key,
                 image=inputs.config.image,
                 compute=inputs.config.compute,
                 timeout_minutes=inputs.timeout_minutes,
@@ -201,7 +218,8 @@ def repository_files(root: Path, source_files: dict[str, str], added: dict[str, 
 
 def control_files(config: TestRunConfig) -> dict[str, bytes]:
     """What every build of agentledger's carries besides the repository."""
-    files = {path: source.read_bytes() for path, source in DRIVER_FILES.items()}
+    files = {path: source.read_bytes() for path, source in KIT_FILES.items()}
+    files[layout.KIT_ENTRY_FILE] = layout.KIT_ENTRY.encode()
     files[layout.CONFIG_FILE] = config.model_dump_json(indent=2).encode()
     return files
 

@@ -18,21 +18,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..buildkit import layout
 from ..errors import NoTestsRanError, VerificationFailedError
 from ..fingerprints import digest, sha256_bytes
 from ..models import ArtifactRef, Run, Stage, TestRun
 from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
-from ..testrun import layout
 from ..testrun.config import TestRunConfig
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
 from ..testrun.junit import TestCounts, summarize_junit
+from ..testrun.layout import build_timeout_minutes
 from .builds import (
     BuildAllowance,
     BuildInputs,
     Builds,
+    cache_key,
     control_files,
-    driver_digest,
+    kit_digest,
     load_build_config,
     missing_output,
     repository_files,
@@ -128,7 +130,8 @@ class TestBuilds:
             stage=Stage.VERIFY, label="test", input_name="test-input.tar.gz",
             digest=test_run_digest(source_files, test_files, config), config=config,
             files=lambda: {**repository_files(snapshot_root, source_files, test_files), **control_files(config)},
-            timeout_minutes=layout.build_timeout_minutes(config.timeout_s))
+            timeout_minutes=build_timeout_minutes(config.timeout_s),
+            cache_key=cache_key(run, config, source_files))
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:
             return VerifyProgress(progress.run, progress.test_run, poll_after_s=progress.poll_after_s)
@@ -169,7 +172,7 @@ def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], co
         "source": source_files,
         "tests": {path: sha256_bytes(text.encode()) for path, text in test_files.items()},
         "config": config.model_dump(mode="json"),
-        "driver": driver_digest(),
+        "driver": kit_digest(),
     })
 
 

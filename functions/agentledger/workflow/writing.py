@@ -1,5 +1,5 @@
 """The execute stage's build: the plan's writer produces candidate tests and the build keeps those
-that build, pass five runs alone and five with the suite, and add coverage (testrun/generation.py
+that build, pass five runs alone and five with the suite, and add coverage (buildkit/generation.py
 runs all of it, in the sandbox: writing tests means running the repository's code).
 
 What comes back is the build's word, so it is bounded and checked here before any of it is kept:
@@ -22,14 +22,15 @@ from .. import metric_names
 from ..agent import Plan, PlanItem, java
 from ..agent.inventory import importable_name
 from ..agent.planner import GenerationLimits, GenerationSettings, run_seed
+from ..buildkit import layout
 from ..errors import GenerationFailedError
 from ..fingerprints import digest
 from ..models import ArtifactRef, Run, Stage, TestRun
 from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import BuildStatus
-from ..testrun import layout
 from ..testrun.config import TestRunConfig
-from .builds import BuildInputs, Builds, control_files, driver_digest, missing_output, repository_files
+from ..testrun.layout import build_timeout_minutes
+from .builds import BuildInputs, Builds, cache_key, control_files, kit_digest, missing_output, repository_files
 from .verification import read_output_archive
 
 Filter = Literal["build", "pass_alone", "pass_with_suite", "coverage"]
@@ -235,9 +236,10 @@ class TestWriting:
         inputs = BuildInputs(
             stage=Stage.EXECUTE, label="generation", input_name="generation-input.tar.gz",
             digest=digest({"source": source_files, "plan": plan.digest(), "settings": settings.model_dump(mode="json"),
-                           "config": config.model_dump(mode="json"), "driver": driver_digest()}),
+                           "config": config.model_dump(mode="json"), "driver": kit_digest()}),
             config=config, files=files,
-            timeout_minutes=layout.build_timeout_minutes(config.timeout_s, settings.run_seconds))
+            timeout_minutes=build_timeout_minutes(config.timeout_s, settings.run_seconds),
+            cache_key=cache_key(run, config, source_files))
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:
             return WritingProgress(progress.run, poll_after_s=progress.poll_after_s, test_run=progress.test_run)

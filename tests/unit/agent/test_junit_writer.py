@@ -22,8 +22,8 @@ from agentledger.agent import (
     snapshot_directory,
 )
 from agentledger.agent.bedrock import PLAN_TOOL
+from agentledger.buildkit import layout
 from agentledger.models import Stage
-from agentledger.testrun import layout
 from agentledger.workflow.writing import language_of, targets_of
 from tests.fakes.world import build_world
 from tests.samples import write_maven_sample
@@ -154,4 +154,4 @@ def test_the_execute_stage_sends_a_maven_projects_junit_plan_to_the_generation_b
     request = json.loads(members[layout.GENERATION_REQUEST_FILE])
     assert (request["language"], request["candidate_files"]) == ("java", ["src/test/java/demo/UnitsCelsiusTest.java"])
     assert members["repository/src/test/java/demo/UnitsCelsiusTest.java"].decode() == UNITS_TEST
-    assert layout.JAVA_GENERATION_FILE in members  # the filters that run it
+    assert f"{layout.KIT_DIR}/generation_java.py" in members  # the filters that run it

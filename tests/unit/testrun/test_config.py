@@ -51,11 +51,11 @@ def test_python_installs_requirements_then_the_project_with_its_test_extras(tmp_
     })
     assert load_config(tmp_path) == TestRunConfig(
         ecosystem="python", source="detected",
-        install=["python -m pip install -r requirements.txt",
-                 "python -m pip install -r requirements/test.txt",
-                 "python -m pip install '.[test,dev]'",
-                 "python -m pip install pytest"],
-        test=PYTEST, timeout_s=DEFAULT_TIMEOUT_S, junit=[], env={}, virtualenv=True,
+        install=["python -I -m pip install -r requirements.txt",
+                 "python -I -m pip install -r requirements/test.txt",
+                 "python -I -m pip install '.[test,dev]'",
+                 "python -I -m pip install pytest"],
+        test=PYTEST, timeout_s=DEFAULT_TIMEOUT_S, junit=[], env={}, virtualenv=True, install_project=True,
         cache_key_files=["pyproject.toml", "requirements.txt", "requirements/test.txt"],
         image=DEFAULT_IMAGE, compute="BUILD_GENERAL1_SMALL",
     )
@@ -65,28 +65,31 @@ def test_python_reads_test_extras_from_setup_cfg(tmp_path: Path) -> None:
     repository(tmp_path, {"setup.cfg": "[metadata]\nname = x\n[options.extras_require]\n"
                                        "testing = pytest\nother = six\n"})
     config = load_config(tmp_path)
-    assert config.install == ["python -m pip install '.[testing]'", "python -m pip install pytest"]
+    assert config.install == ["python -I -m pip install '.[testing]'", "python -I -m pip install pytest"]
     assert config.cache_key_files == ["setup.cfg"]
 
 
 def test_python_project_without_test_extras_is_installed_plainly(tmp_path: Path) -> None:
     repository(tmp_path, {"setup.py": "from setuptools import setup\nsetup()\n"})
-    assert load_config(tmp_path).install == ["python -m pip install .", "python -m pip install pytest"]
+    config = load_config(tmp_path)
+    assert config.install == ["python -I -m pip install .", "python -I -m pip install pytest"]
+    assert config.install_project is True  # in every build, from its tree
 
 
 def test_python_requirements_alone_do_not_install_the_project(tmp_path: Path) -> None:
     repository(tmp_path, {"requirements.txt": "", "dev-requirements.txt": ""})
     config = load_config(tmp_path)
-    assert config.install == ["python -m pip install -r requirements.txt",
-                              "python -m pip install -r dev-requirements.txt",
-                              "python -m pip install pytest"]
+    assert config.install == ["python -I -m pip install -r requirements.txt",
+                              "python -I -m pip install -r dev-requirements.txt",
+                              "python -I -m pip install pytest"]
     assert config.cache_key_files == ["requirements.txt", "dev-requirements.txt"]
+    assert config.install_project is False
 
 
 def test_plain_python_modules_are_a_python_project_run_on_pytest(tmp_path: Path) -> None:
     repository(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n"})
     config = load_config(tmp_path)
-    assert (config.ecosystem, config.install, config.test) == ("python", ["python -m pip install pytest"], PYTEST)
+    assert (config.ecosystem, config.install, config.test) == ("python", ["python -I -m pip install pytest"], PYTEST)
     assert config.cache_key_files == []
 
 
@@ -147,8 +150,8 @@ def test_pyproject_table_overrides_the_detected_defaults_key_by_key(tmp_path: Pa
     assert config.source == "pyproject.toml [tool.agentledger]"
     assert (config.timeout_s, config.junit, config.env) == (120, ["out/*.xml"], {"DJANGO_SETTINGS": "t"})
     assert (config.compute, config.image) == ("BUILD_GENERAL1_LARGE", "public.ecr.aws/x/y:1.2@sha256:ab")
-    assert (config.test, config.install) == (PYTEST, ["python -m pip install .",
-                                                      "python -m pip install pytest"])
+    assert (config.test, config.install) == (PYTEST, ["python -I -m pip install .",
+                                                      "python -I -m pip install pytest"])
 
 
 def test_agentledger_toml_wins_and_the_pyproject_table_is_ignored(tmp_path: Path) -> None:
@@ -165,7 +168,7 @@ def test_an_explicit_test_command_drops_the_pytest_install(tmp_path: Path) -> No
     explicit(tmp_path, 'test = "python -m unittest"\n')
     config = load_config(tmp_path)
     assert (config.ecosystem, config.test) == ("python", "python -m unittest")
-    assert config.install == ["python -m pip install -r requirements.txt"]
+    assert config.install == ["python -I -m pip install -r requirements.txt"]
 
 
 def test_a_forced_ecosystem_replaces_detection(tmp_path: Path) -> None:
@@ -202,6 +205,7 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
     assert refusal(tmp_path) == (
         "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
         "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_seconds, image, install, "
+        "install_project, "
         "jacoco, junit, random_order, test, timeout, writer")
 
 
@@ -301,9 +305,9 @@ def test_a_poetry_project_is_installed_with_its_test_and_dev_groups_by_name(tmp_
         '[tool.poetry]\nname = "x"\n[tool.poetry.dependencies]\npython = ">=3.8"\nrequests = "^2"\n'
         '[tool.poetry.group.dev.dependencies]\nhypothesis = "*"\npytest = "^7.0"\n"bad;name" = "*"\n'
         '[tool.poetry.dev-dependencies]\npytz = "*"\npython = "*"\n')})
-    assert load_config(tmp_path).install == ["python -m pip install .",
-                                              "python -m pip install 'hypothesis' 'pytest' 'pytz'",
-                                              "python -m pip install pytest"]
+    assert load_config(tmp_path).install == ["python -I -m pip install .",
+                                              "python -I -m pip install 'hypothesis' 'pytest' 'pytz'",
+                                              "python -I -m pip install pytest"]
 
 
 def test_dependency_groups_are_installed_as_written_and_odd_entries_left_out(tmp_path: Path) -> None:
@@ -311,11 +315,18 @@ def test_dependency_groups_are_installed_as_written_and_odd_entries_left_out(tmp
         '[project]\nname = "x"\n[dependency-groups]\n'
         'test = ["pytest>=8", "hypothesis[cli] ~= 6.0", {include-group = "dev"}, "evil; rm -rf /", "x @ https://e"]\n'
         'docs = ["sphinx"]\n')})
-    assert load_config(tmp_path).install == ["python -m pip install .",
-                                              "python -m pip install 'pytest>=8' 'hypothesis[cli] ~= 6.0'",
-                                              "python -m pip install pytest"]
+    assert load_config(tmp_path).install == ["python -I -m pip install .",
+                                              "python -I -m pip install 'pytest>=8' 'hypothesis[cli] ~= 6.0'",
+                                              "python -I -m pip install pytest"]
 
 
 def test_malformed_poetry_tables_are_passed_over(tmp_path: Path) -> None:
     repository(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n[tool]\npoetry = 3\n'})
-    assert load_config(tmp_path).install == ["python -m pip install .", "python -m pip install pytest"]
+    assert load_config(tmp_path).install == ["python -I -m pip install .", "python -I -m pip install pytest"]
+
+
+def test_a_repository_may_ask_for_its_project_to_be_installed_from_its_tree_or_not(tmp_path: Path) -> None:
+    explicit(tmp_path, 'test = "pytest"\ninstall = ["pip install -r reqs.txt"]\ninstall_project = true\n')
+    assert load_config(tmp_path).install_project is True
+    explicit(tmp_path, 'test = "pytest"\ninstall_project = "yes"\n')
+    assert refusal(tmp_path) == "agentledger.toml, key `install_project`: must be true or false"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentledger.testrun.generation import (
+from agentledger.buildkit.generation import (
     RUNS,
     Candidate,
     Target,
@@ -22,7 +22,7 @@ from agentledger.testrun.generation import (
 
 # A module as Pynguin writes it, one exception-revealing test among them. Kept as data: its
 # xfail marker belongs to Pynguin's output, not to this project's suite.
-PYNGUIN_OUTPUT = (Path(__file__).parent / "data" / "pynguin_output.txt").read_text()
+PYNGUIN_OUTPUT = (Path(__file__).parent / "pynguin_output.txt").read_text()
 TARGET = Target(module="shapes.rect", path="shapes/rect.py", test_path="tests/test_shapes_rect_generated.py",
                 names=["Rect", "classify"])
 

@@ -17,7 +17,7 @@ data file (which its agent appends to) are removed, so each run's reports are th
 
 JaCoCo's XML counts a line's covered branches but does not say which: a branch here is (line,
 its n-th covered branch), so a candidate gains a branch where it covers more of a line's branches
-than were covered before. Standard library only, like the driver."""
+than were covered before."""
 from __future__ import annotations
 
 import os
@@ -27,11 +27,9 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
-if __package__:
-    from agentledger.testrun import driver, generation
-else:
-    import driver  # type: ignore[import-not-found, no-redef]
-    import generation  # type: ignore[import-not-found, no-redef]
+from . import generation
+from .processes import say
+from .workspace import Workspace
 
 # Where JaCoCo's agent writes by default (the jacoco-maven-plugin's destFile), appending.
 JACOCO_DATA = ("target/jacoco.exec", "*/target/jacoco.exec")
@@ -47,7 +45,7 @@ Coverage = dict[str, Any]  # coverage.py's JSON shape, which generation.py's fil
 class MavenRuns:
     """The repository's test command, selecting test classes through Surefire's `test` property."""
 
-    def __init__(self, workspace: driver.Workspace) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.sources = main_sources(workspace.repository)
 
@@ -64,7 +62,7 @@ class MavenRuns:
         if random_order:
             options.append("-Dsurefire.runOrder=random")
         environment = {**self.workspace.environment, "MAVEN_OPTS": " ".join(filter(None, options))}
-        driver.say(f"{label}: {'the whole suite' if classes is None else ', '.join(classes)}")
+        say(f"{label}: {'the whole suite' if classes is None else ', '.join(classes)}")
         self.workspace.run(self.workspace.config.test, environment)
         with self.workspace.log.open("rb") as log:
             log.seek(max(start, self.workspace.log.stat().st_size - OUTPUT_READ_BYTES))
@@ -133,7 +131,7 @@ def count(value: str | None) -> int:
 class JavaGeneration(generation.Generation):
     """generation.Generation's run and result, with Maven's runs for pytest's."""
 
-    def __init__(self, workspace: driver.Workspace, venv: Path | None, tools: generation.Tools,
+    def __init__(self, workspace: Workspace, venv: Path | None, tools: generation.Tools,
                  request: generation.Request) -> None:
         super().__init__(workspace, venv, tools, request)
         self.maven = MavenRuns(workspace)

@@ -1,7 +1,8 @@
 """Writing candidate tests and keeping those worth a reviewer's time, inside the build.
 
-Run by the driver (`driver.py test` when the input carries a generation request), on the
-repository under test, after its dependencies are installed:
+Run by the kit's `test` command when the input carries a generation request, on the repository
+under test, after its dependencies are installed, with the kit acting as the code's uid
+(CodeUser.acting) for every file it touches:
 
 1. candidates: Pynguin writes them module by module (search-based, seeded, bounded by a time
    budget per module and per run), or they came with the request (the doctest and bedrock
@@ -19,8 +20,7 @@ repository under test, after its dependencies are installed:
    coverage of the targeted modules before and after.
 
 The request comes from the orchestrator (trusted); everything the repository's code produces
-(Pynguin's output, test results, coverage data) is bounded here, and judged again outside.
-Standard library only, Python 3.9+ (it is copied into the build next to the driver)."""
+(Pynguin's output, test results, coverage data) is bounded here, and judged again outside."""
 from __future__ import annotations
 
 import ast
@@ -37,20 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__:  # imported as agentledger.testrun.generation: the orchestrator's tests
-    from agentledger.testrun import driver
-else:  # inside the build, next to the driver
-    import driver  # type: ignore[import-not-found, no-redef]
+from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, GENERATION_RESULT_FILE, TOOLS_DIR, TOOLS_MARKER
+from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say, seconds_since
+from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
 
-
-# Repeated from agentledger/testrun/layout.py (tests/unit/testrun/test_layout.py checks they agree).
-GENERATION_REQUEST_FILE = "agentledger/generation.json"
-GENERATION_RESULT_FILE = "generation.json"
-BUILD_SITE_DIR = "agentledger/site"
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
 COVERAGE_REQUIREMENT = "coverage==7.18.0"
 
-WORK_DIR = "agentledger/work"  # the driver's scratch: pynguin's output, coverage data, reports
 APPEND_PATH_VARIABLE = "AGENTLEDGER_APPEND_PATH"
 ORDER_SEED_VARIABLE = "AGENTLEDGER_ORDER_SEED"
 COLLECTED_VARIABLE = "AGENTLEDGER_COLLECTED"
@@ -58,6 +51,7 @@ PYTEST_PLUGIN = "agentledger_pytest"
 RUNS = 5
 FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage")
 MAX_CANDIDATE_SOURCE = 20_000  # characters of one candidate's source that are reported
+MAX_CANDIDATE_FILE_BYTES = 1 << 20
 MAX_CANDIDATES = 400
 MAX_FINDINGS = 100
 MAX_MESSAGE = 2_000
@@ -68,7 +62,7 @@ PYNGUIN_MAX_MUTANTS = 300
 PYNGUIN_SEARCHES: tuple[tuple[str, ...], ...] = (("BRANCH",), ("BRANCH", "CHECKED"))
 
 
-class GenerationError(driver.DriverError):
+class GenerationError(DriverError):
     """The generation itself cannot go on (as opposed to a candidate being dropped)."""
 
 
@@ -252,24 +246,23 @@ class Runner:
     """pytest on the repository with the project's interpreter: the working copy first on the
     path, then the project's packages, then coverage.py."""
 
-    def __init__(self, workspace: driver.Workspace, venv: Path | None, tools: Tools, seed: int) -> None:
+    def __init__(self, workspace: Workspace, venv: Path | None, tools: Tools, seed: int) -> None:
         self.workspace = workspace
-        self.work = workspace.root / WORK_DIR
-        self.work.mkdir(parents=True, exist_ok=True)
+        self.work = workspace.work
         self.seed = seed
         environment = workspace.environment
         if venv is not None:
-            environment = driver.inside_venv(environment, venv)
+            environment = inside_venv(environment, venv)
         site_dir = str(workspace.root / BUILD_SITE_DIR)
         self.environment = {
             **environment,
-            "PYTHONPATH": os.pathsep.join(filter(None, [driver.working_copy_path(workspace), site_dir])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [import_path(workspace), site_dir])),
             APPEND_PATH_VARIABLE: str(tools.coverage),
         }
         self.reports = 0
 
     def pytest(self, arguments: list[str], label: str, coverage: Path | None = None,
-               order_seed: str | None = None) -> tuple[driver.Outcome, Path]:
+               order_seed: str | None = None) -> tuple[Outcome, Path]:
         """One pytest run; its JUnit report's path (the file may be missing if pytest died)."""
         self.reports += 1
         report = self.work / f"junit-{self.reports}.xml"
@@ -280,16 +273,16 @@ class Runner:
         environment = dict(self.environment)
         if order_seed is not None:
             environment[ORDER_SEED_VARIABLE] = order_seed
-        driver.say(f"{label}: pytest {' '.join(arguments)}".rstrip())
+        say(f"{label}: pytest {' '.join(arguments)}".rstrip())
         return self.workspace.run_argv(argv, f"({label}) {' '.join(argv)}", environment), report
 
-    def collect(self, paths: list[str]) -> tuple[driver.Outcome, list[str]]:
+    def collect(self, paths: list[str]) -> tuple[Outcome, list[str]]:
         """The node ids pytest collects from these test files."""
         listing = self.work / "collected.txt"
         listing.unlink(missing_ok=True)
         environment = {**self.environment, COLLECTED_VARIABLE: str(listing)}
         argv = ["python", "-m", "pytest", "-p", "no:cacheprovider", "-p", PYTEST_PLUGIN, "-q", "--collect-only", *paths]
-        driver.say(f"build: pytest --collect-only {' '.join(paths)}")
+        say(f"build: pytest --collect-only {' '.join(paths)}")
         outcome = self.workspace.run_argv(argv, f"(build) {' '.join(argv)}", environment)
         if not listing.is_file() or listing.stat().st_size > MAX_REPORT_BYTES:
             return outcome, []
@@ -301,7 +294,7 @@ class Runner:
         omit = ",\n    ".join(source_omit)
         # Each import root (a src/ too): coverage.py finds a never-imported module only by walking
         # packages down from a source directory, and src/ is not a package.
-        sources = "\n    ".join(driver.working_copy_path(self.workspace).split(os.pathsep))
+        sources = "\n    ".join(str(root) for root in working_copy_roots(self.workspace))
         rc.write_text("[run]\nbranch = True\nrelative_files = False\n"
                       f"data_file = {data}\nsource =\n    {sources}\n"
                       f"omit =\n    {omit}\n" + ("dynamic_context = test_function\n" if contexts else ""),
@@ -485,7 +478,7 @@ TEST_OMIT = ["*/tests/*", "*/test/*", "*/test_*.py", "*/*_test.py", "*/conftest.
 # --- one generation ------------------------------------------------------------------------------
 
 class Generation:
-    def __init__(self, workspace: driver.Workspace, venv: Path | None, tools: Tools, request: Request) -> None:
+    def __init__(self, workspace: Workspace, venv: Path | None, tools: Tools, request: Request) -> None:
         self.workspace = workspace
         self.request = request
         self.tools = tools
@@ -532,7 +525,7 @@ class Generation:
         for path in self.request.candidate_files:
             file = self.repository / path
             try:
-                self.add_file(split_test_file(path, file.read_text(encoding="utf-8")))
+                self.add_file(split_test_file(path, self.read_text(file, self.repository)))
             except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as error:
                 self.notes.append(f"{path}: not a Python test module ({type(error).__name__}: {error})"[:MAX_MESSAGE])
                 file.unlink(missing_ok=True)
@@ -544,7 +537,7 @@ class Generation:
 
     def run_pynguin(self) -> None:
         if not self.tools.pynguin.is_file():
-            raise GenerationError(f"Pynguin is not installed in {self.tools.root}: did `driver.py tools` run?")
+            raise GenerationError(f"Pynguin is not installed in {self.tools.root}: did `prepare` run?")
         deadline = self.started + self.request.run_seconds
         for target in self.request.targets:
             left = int(deadline - time.monotonic())
@@ -606,16 +599,29 @@ class Generation:
         environment = {**self.workspace.environment, "PYNGUIN_DANGER_AWARE": "1",
                        "PYTHONPATH": str(self.workspace.root / BUILD_SITE_DIR),
                        APPEND_PATH_VARIABLE: os.pathsep.join(site_packages)}
-        driver.say(f"pynguin: {target.module} (seed {seed}, {' and '.join(metrics).lower()} coverage, {budget_s} s, "
+        say(f"pynguin: {target.module} (seed {seed}, {' and '.join(metrics).lower()} coverage, {budget_s} s, "
                    f"{self.request.iterations} iterations)")
-        outcome = driver.run_logged(argv, " ".join(argv), environment, self.repository, self.workspace.log,
-                                    budget_s + PYNGUIN_MARGIN_S)
+        outcome = self.workspace.run_argv(argv, " ".join(argv), environment, cwd=self.repository,
+                                          timeout_s=budget_s + PYNGUIN_MARGIN_S)
         written = sorted(output.glob("test_*.py"))
         if not outcome.succeeded or not written:
-            why = driver.describe(outcome, budget_s + PYNGUIN_MARGIN_S)
+            why = describe(outcome, budget_s + PYNGUIN_MARGIN_S)
             self.notes.append(f"{target.module}: Pynguin (seed {seed}) wrote no tests ({why})")
             return None
-        return written[0].read_text(encoding="utf-8")
+        try:
+            return self.read_text(written[0], output)
+        except (ValueError, OSError) as error:
+            self.notes.append(f"{target.module}: Pynguin's output could not be read ({error})"[:MAX_MESSAGE])
+            return None
+
+    @staticmethod
+    def read_text(path: Path, within: Path) -> str:
+        """A file the code's processes could have replaced (with a link, a pipe, a huge file): read
+        only if it is still a regular file of bounded size inside `within`."""
+        data = read_untrusted(path, within, MAX_CANDIDATE_FILE_BYTES)
+        if data is None:
+            raise ValueError(f"{path.name} is not a regular file of at most {MAX_CANDIDATE_FILE_BYTES} bytes")
+        return data.decode("utf-8")
 
     def venv_site_packages(self) -> list[Path]:
         venv = self.runner.environment.get("VIRTUAL_ENV")
@@ -632,7 +638,7 @@ class Generation:
             for candidate in (c for c in self.candidates if c.test_path in paths):
                 if not outcome.succeeded:
                     candidate.drop("build", f"pytest could not collect {candidate.test_path} "
-                                            f"({driver.describe(outcome, 0)})")
+                                            f"({describe(outcome, 0)})")
                 elif not any(collected_as(candidate, node) for node in collected):
                     candidate.drop("build", "pytest collected no test of it")
                 else:
@@ -727,8 +733,11 @@ class Generation:
         for target in self.request.targets:
             path = (self.repository / target.path).resolve()
             coverage[target.path] = {"before": module_coverage(before, path), "after": module_coverage(after, path)}
-        files = {path: (self.repository / path).read_text(encoding="utf-8") for path in sorted(self.files)
-                 if (self.repository / path).is_file()}
+        files: dict[str, str] = {}
+        for name in sorted(self.files):
+            data = read_untrusted(self.repository / name, self.repository, MAX_CANDIDATE_FILE_BYTES)
+            if data is not None:
+                files[name] = data.decode("utf-8", errors="replace")
         return {
             "writer": self.request.writer,
             "funnel": funnel,
@@ -741,25 +750,25 @@ class Generation:
         }
 
 
-def run(workspace: driver.Workspace, venv: Path | None) -> driver.Outcome:
-    """The generation and its filters; writes the result next to the driver's result.json."""
+def run(workspace: Workspace, venv: Path | None) -> Outcome:
+    """The generation and its filters, the kit acting as the code's uid; the result is written
+    next to result.json, as root."""
     request = load_request(workspace.root / GENERATION_REQUEST_FILE)
     tools = Tools(tools_root())
     started = time.monotonic()
-    result = generation_for(request)(workspace, venv, tools, request).run()
+    with workspace.user.acting():
+        result = generation_for(request)(workspace, venv, tools, request).run()
     (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     funnel = result["funnel"]
-    driver.say("generation: " + ", ".join(f"{name} {count}" for name, count in funnel.items()))
-    return driver.Outcome(exit_code=0, duration_s=driver.seconds_since(started), timed_out=False)
+    say("generation: " + ", ".join(f"{name} {count}" for name, count in funnel.items()))
+    return Outcome(exit_code=0, duration_s=seconds_since(started), timed_out=False)
 
 
 def generation_for(request: Request) -> type[Generation]:
     if request.language != "java":
         return Generation
-    if __package__:
-        from agentledger.testrun.generation_java import JavaGeneration
-    else:  # inside the build, next to this file
-        from generation_java import JavaGeneration  # type: ignore[import-not-found, no-redef]
+    from .generation_java import JavaGeneration  # noqa: PLC0415 — it builds on this module
+
     return JavaGeneration
 
 
@@ -769,34 +778,38 @@ def tools_root() -> Path:
     """Where agentledger's own tools are cached: named by their pins and the interpreter, never by
     anything of the repository's."""
     pins = json.dumps([PYNGUIN_REQUIREMENT, COVERAGE_REQUIREMENT, list(sys.version_info[:2])])
-    return driver.cache_root() / "tools" / hashlib.sha256(pins.encode()).hexdigest()[:24]
+    return cache_root() / TOOLS_DIR / hashlib.sha256(pins.encode()).hexdigest()[:24]
 
 
-def install_tools(workspace: driver.Workspace) -> int:
+def install_tools(workspace: Workspace) -> int:
     """Pynguin in a virtualenv of its own (it pins its own pytest) and coverage.py in a directory the
-    project's interpreter appends to its path; wheels only, so no package's own code runs here."""
+    project's interpreter appends to its path. By the kit itself, before any command of the
+    repository's has run, isolated from the repository (`-I`, run from the kit's own directory) and
+    from wheels only, so no package's own code runs here: what it installs is shared by every
+    repository's builds."""
     if load_request(workspace.root / GENERATION_REQUEST_FILE).language == "java":
-        driver.say("no tools to install: Surefire and JaCoCo come with the project's own build")
+        say("no tools to install: Surefire and JaCoCo come with the project's own build")
         return 0
     root = tools_root()
-    if (root / driver.TOOLS_MARKER).exists():
-        driver.say(f"tools cached ({root.name})")
+    if (root / TOOLS_MARKER).exists():
+        say(f"tools cached ({root.name})")
         return 0
-    driver.say(f"installing agentledger's tools: {PYNGUIN_REQUIREMENT}, {COVERAGE_REQUIREMENT}")
-    for child in root.iterdir() if root.is_dir() else []:
-        shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
-    root.mkdir(parents=True, exist_ok=True)
+    say(f"installing agentledger's tools: {PYNGUIN_REQUIREMENT}, {COVERAGE_REQUIREMENT}")
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    pip = ["-I", "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", "--only-binary=:all:"]
     steps = [
-        [sys.executable, "-m", "venv", str(root / "pynguin")],
-        [str(root / "pynguin" / "bin" / "python"), "-m", "pip", "install", "--quiet", "--only-binary=:all:",
-         PYNGUIN_REQUIREMENT],
-        [sys.executable, "-m", "pip", "install", "--quiet", "--only-binary=:all:", "--target",
-         str(root / "coverage"), COVERAGE_REQUIREMENT],
+        [sys.executable, "-I", "-m", "venv", str(root / "pynguin")],
+        [str(root / "pynguin" / "bin" / "python"), *pip, PYNGUIN_REQUIREMENT],
+        [sys.executable, *pip, "--target", str(root / "coverage"), COVERAGE_REQUIREMENT],
     ]
+    environment = {"PATH": workspace.environment.get("PATH", ""), "HOME": str(workspace.state),
+                   "PIP_CACHE_DIR": str(workspace.state / "pip")}
     for argv in steps:
-        outcome = workspace.run_argv(argv, " ".join(argv), workspace.environment)
+        outcome = run_logged(argv, " ".join(argv), environment, workspace.state, workspace.log,
+                             workspace.config.timeout_s, CodeUser(None, None))
         if not outcome.succeeded:
-            driver.say(f"installing the tools failed ({driver.describe(outcome, workspace.config.timeout_s)})")
+            say(f"installing the tools failed ({describe(outcome, workspace.config.timeout_s)})")
             return 1
-    (root / driver.TOOLS_MARKER).touch()
+    (root / TOOLS_MARKER).touch()
     return 0

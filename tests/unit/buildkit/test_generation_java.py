@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentledger.testrun import driver, generation
-from agentledger.testrun.generation_java import JavaGeneration, MavenRuns
+from agentledger.buildkit import generation
+from agentledger.buildkit.generation_java import JavaGeneration, MavenRuns
+from agentledger.buildkit.layout import GENERATION_REQUEST_FILE
+from agentledger.buildkit.processes import CodeUser
+from agentledger.buildkit.workspace import Config, Workspace
 
 JACOCO_XML = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "report.dtd">
@@ -19,7 +22,7 @@ JACOCO_XML = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 </sourcefile></package></report>"""
 
 
-def _workspace(root: Path, candidates: dict[str, str]) -> driver.Workspace:
+def _workspace(root: Path, candidates: dict[str, str]) -> Workspace:
     repository = root / "repository"
     (repository / "src/main/java/demo").mkdir(parents=True)
     (repository / "src/main/java/demo/Shapes.java").write_text("package demo;\n")
@@ -27,14 +30,15 @@ def _workspace(root: Path, candidates: dict[str, str]) -> driver.Workspace:
         (repository / path).parent.mkdir(parents=True, exist_ok=True)
         (repository / path).write_text(text)
     (root / "agentledger").mkdir()
-    (root / generation.GENERATION_REQUEST_FILE).write_text(json.dumps({
+    (root / GENERATION_REQUEST_FILE).write_text(json.dumps({
         "writer": "bedrock", "seed": 1, "module_seconds": 1, "run_seconds": 1, "iterations": 1, "random_order": True,
         "language": "java", "candidate_files": sorted(candidates),
         "targets": [{"module": "demo.Shapes", "path": "src/main/java/demo/Shapes.java",
                      "test_path": sorted(candidates)[0], "names": []}]}))
-    config = driver.Config(install=[], test="mvn -B test", timeout_s=60, junit=["target/surefire-reports/*.xml"],
-                           jacoco=["target/site/jacoco/jacoco.xml"], env={}, virtualenv=False, cache_key_files=[])
-    return driver.Workspace(root=root, config=config, environment={"MAVEN_OPTS": "-Dmaven.repo.local=/cache/m2"})
+    config = Config(install=[], test="mvn -B test", timeout_s=60, junit=["target/surefire-reports/*.xml"],
+                    jacoco=["target/site/jacoco/jacoco.xml"], env={}, virtualenv=False, install_project=False)
+    return Workspace(root=root, config=config, environment={"MAVEN_OPTS": "-Dmaven.repo.local=/cache/m2"},
+                     user=CodeUser(None, None))
 
 
 class ScriptedMaven:
