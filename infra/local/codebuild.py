@@ -55,6 +55,7 @@ from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ssm.models import ssm_backends
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE
+from agentledger.hidden_text import printable
 from agentledger.testrun import driver as build_driver
 from agentledger.testrun.driver import INHERITED_VARIABLES, kill_tree
 from agentledger.testrun.layout import CACHE_VARIABLE, DRIVER_FILE, TEST_RUN_VARIABLE
@@ -288,8 +289,8 @@ class LocalCodeBuild:
             # (a fork refused under load, a wait that timed out) must not read as a passed build.
             build.log_tail += f"\n[Container] the build runner failed: {type(error).__name__}: {error}\n"
             where = traceback.extract_tb(error.__traceback__)[-1]
-            print(f"agentledger: local build {build.build_id} failed in the runner: {type(error).__name__}: "
-                  f"{error} ({Path(where.filename).name}:{where.lineno})", file=sys.stderr, flush=True)
+            print(printable(f"agentledger: local build {build.build_id} failed in the runner: {type(error).__name__}: "
+                            f"{error} ({Path(where.filename).name}:{where.lineno})"), file=sys.stderr, flush=True)
             status = "FAILED"
         finally:
             build.record.update(buildStatus="STOPPED" if build.stopped else status, currentPhase="COMPLETED",
