@@ -309,7 +309,7 @@ def _value(generation: Mapping[str, Any] | None) -> list[str]:
         lines.append(f"           {gained:+.1f} points of line coverage over the targeted modules")
     findings = generation["findings"]
     if findings:
-        lines.append(f"  findings {generation['findings_total']} input(s) that raise where nothing said they should:")
+        lines.append(f"  findings {generation['findings_total']} for the reviewer to judge:")
         lines += [f"           {truncate(line, BOX_WIDTH)}" for line in findings]
         if generation["findings_total"] > len(findings):
             lines.append(f"           … and {generation['findings_total'] - len(findings)} more "
