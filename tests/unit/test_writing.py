@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from agentledger import metric_names
-from agentledger.errors import GenerationFailedError
+from agentledger.agent import Execution, Plan, PlanItem
+from agentledger.errors import GenerationFailedError, HiddenTextError
 from agentledger.faults import SimulatedCrash
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.states import BuildStatus
 from agentledger.testrun import layout
 from agentledger.workflow.writing import BuildResult, CandidateResult, without_hidden_text
+from tests.fakes.agent import InstantAgent
 from tests.fakes.builds import archive_of, generation_archive
 from tests.fakes.effects import InMemoryTracker
 from tests.fakes.world import World, build_world
@@ -263,3 +265,32 @@ def is_admin(role):
     view = world.service.view(run_id)["summary"]["generation"]
     assert view["findings"][0].startswith("`test_is_admin` dropped: it carries U+202E RIGHT-TO-LEFT OVERRIDE at line 3")
 
+
+class _CustomSuiteAgent(InstantAgent):
+    """A custom agent for a project whose suite is its own command: no filter runs on what it
+    writes, which is kept as written."""
+
+    def plan(self, inventory: Any, snapshot: Any, brief: Any) -> Plan:
+        return Plan(planner="custom", writer="custom", revision=snapshot.revision, skipped=[], files_read={},
+                    items=[PlanItem(target="textkit/slug.py::slugify", test_path="tests/test_slug_custom.py",
+                                    rationale="slugify has no test")])
+
+    def execute(self, plan: Plan, snapshot: Any, workspace: Any) -> Execution:
+        test = 'from textkit.slug import slugify\n\n\ndef test_slugify():\n    assert slugify("\u2066ab\u2069")\n'
+        return Execution(files={"tests/test_slug_custom.py": test}, diff="")
+
+
+def test_tests_kept_as_written_that_carry_a_hidden_character_go_to_a_person_and_none_is_kept(
+        tmp_path: Path) -> None:
+    world = build_world(tmp_path, agent=_CustomSuiteAgent())
+    pyproject = world.repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'ecosystem = "custom"\ntest = "./run-suite"\n')
+    run_id, execution = _planned(world)
+    with pytest.raises(HiddenTextError, match="tests/test_slug_custom.py carries U[+]2066 LEFT-TO-RIGHT ISOLATE at "
+                                              "line 5 of the file, and 1 other hidden character"):
+        world.run(run_id, execution, Stage.EXECUTE)
+    assert "test_changes" not in world.ledger.load(run_id).evidence
+    outcome = world.workflow.classify(run_id, execution, {"Error": "HiddenTextError"}, "execute")
+    assert outcome["action"] == "handoff"
+    handoff = next(d for d in world.ledger.load(run_id).decisions if d.kind == "handoff")
+    assert "a character a reader does not see" in handoff.summary

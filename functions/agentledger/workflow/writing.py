@@ -24,7 +24,7 @@ from .. import metric_names
 from ..agent import Plan, PlanItem, java
 from ..agent.inventory import importable_name
 from ..agent.planner import GenerationLimits, GenerationSettings, run_seed
-from ..errors import GenerationFailedError
+from ..errors import GenerationFailedError, HiddenTextError
 from ..fingerprints import digest
 from ..hidden_text import described, hidden_characters, printable
 from ..models import ArtifactRef, Run, Stage, TestRun
@@ -359,6 +359,15 @@ def without_hidden_text(result: BuildResult) -> BuildResult:
     funnel["no_hidden_text"] = sum(1 for candidate in candidates if candidate.kept)
     return result.model_copy(update={"files": files, "candidates": candidates, "funnel": funnel,
                                      "findings": [*findings, *result.findings][:MAX_FINDINGS]})
+
+
+def refuse_hidden_text(files: dict[str, str]) -> None:
+    """Test files kept as they were written (another ecosystem's, which no filter runs on) are not
+    kept at all if one carries a hidden character: no filter here can drop one test of such a file,
+    and a reviewer would read other than what runs."""
+    for path, text in sorted(files.items()):
+        if found := hidden_characters(text):
+            raise HiddenTextError(f"{path} {_carries(found, 'of the file')}")
 
 
 def _without_hidden_tests(path: str, text: str, names: set[str]) -> tuple[str | None, dict[str, str]]:
