@@ -58,6 +58,11 @@ class GenerationFailedError(LedgerError):
     out, or its results could not be read): a person has to look at its output."""
 
 
+class HiddenTextError(LedgerError):
+    """Test files kept as they were written (another ecosystem's: no filter runs on them, so none
+    could drop one test of a file) carry a character a reader does not see: none is kept."""
+
+
 class NoTestsRanError(LedgerError):
     """The test run passed without executing a single test: it shows nothing about the change."""
 

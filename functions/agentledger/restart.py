@@ -20,6 +20,7 @@ from .errors import (
     EffectRejectedError,
     EffectUnconfirmedError,
     GenerationFailedError,
+    HiddenTextError,
     NoTestsRanError,
     RepositoryNotAllowedError,
     StaleContextError,
@@ -198,6 +199,8 @@ WHY_A_PERSON: dict[str, str] = {
     VerificationFailedError.__name__: "the test run failed; see test-output.txt and test-results.json",
     GenerationFailedError.__name__: "the build that writes and checks the candidate tests did not finish; "
                                     "see generation-output.txt",
+    HiddenTextError.__name__: "the agent wrote a test file with a character a reader does not see (the error "
+                              "names it and where), so nothing it wrote was kept",
     NoTestsRanError.__name__: "no test executed, so nothing shows the change works",
     PlannerOutputError.__name__: "the model's plan did not validate after the re-asks; "
                                  "see the plan stage's model calls",

@@ -12,6 +12,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from agentledger.hidden_text import printable
+
 from .signing import Signer
 
 REQUEST_TIMEOUT_S = 60.0
@@ -73,9 +75,9 @@ class ApiClient:
                 wait_s = min(refused.retry_after_s or 2.0 ** attempt, MAX_THROTTLED_WAIT_S)
                 why = refused.message
             attempt += 1
-            print(f"agentledger: the API is throttling requests (429: {why}); waiting {wait_s:g} s before sending "
-                  f"{method} {path.split('?', 1)[0]} again (attempt {attempt} of {THROTTLED_ATTEMPTS})",
-                  file=sys.stderr, flush=True)
+            again = f"{method} {path.split('?', 1)[0]} again (attempt {attempt} of {THROTTLED_ATTEMPTS})"
+            print(printable(f"agentledger: the API is throttling requests (429: {why}); waiting {wait_s:g} s before "
+                            f"sending {again}"), file=sys.stderr, flush=True)
             self._sleep(wait_s)
 
     def _send_once(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Any:

@@ -332,7 +332,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise CliError(f"{args.run_id} was not applied to {tree}: {refused}") from None
     _emit(args, {"run_id": args.run_id, "tree": str(tree), "written": applied.written,
                  "already_there": applied.already_there},
-          lambda _: render.applied(args.run_id, tree, applied.written, applied.already_there))
+          lambda shown: render.applied(shown["run_id"], shown["tree"], shown["written"], shown["already_there"]))
     return EXIT_OK
 
 

@@ -2,12 +2,12 @@
 can be checked without a server."""
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from agentledger.hidden_text import printable
 from agentledger.states import Stage
 
 STAGE_ORDER: tuple[str, ...] = tuple(stage.value for stage in Stage)
@@ -29,20 +29,11 @@ REQUEST_COLUMN_WIDTH = 40
 REVIEW_DIFF_LINES = 120  # of the diff the review shows after the summary; `agentledger diff` shows all
 
 
-# C0 and C1 control characters but newline and tab: a request, a test's name, a model's rationale
-# or a generated test's source could otherwise set the reader's terminal title, move its cursor
-# or overwrite lines above (what the reviewer reads before approving).
-TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """`text` with each control character shown as its escape (`\\x1b`), never sent as itself."""
-    return TERMINAL_CONTROLS.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
-
-
 def printable_document(value: Any) -> Any:
-    """Every string of an API document made printable, before any view lays it out (wrapping would
-    otherwise treat a carriage return as a place to break the line)."""
+    """Every string of an API document made printable (agentledger.hidden_text: a request, a test's
+    name, a model's rationale or a generated test's source could otherwise drive the reader's
+    terminal or reorder what it shows), before any view lays it out (wrapping would otherwise
+    treat a carriage return as a place to break the line)."""
     if isinstance(value, str):
         return printable(value)
     if isinstance(value, Mapping):
@@ -318,7 +309,7 @@ def _value(generation: Mapping[str, Any] | None) -> list[str]:
         lines.append(f"           {gained:+.1f} points of line coverage over the targeted modules")
     findings = generation["findings"]
     if findings:
-        lines.append(f"  findings {generation['findings_total']} input(s) that raise where nothing said they should:")
+        lines.append(f"  findings {generation['findings_total']} for the reviewer to judge:")
         lines += [f"           {truncate(line, BOX_WIDTH)}" for line in findings]
         if generation["findings_total"] > len(findings):
             lines.append(f"           … and {generation['findings_total'] - len(findings)} more "

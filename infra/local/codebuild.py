@@ -72,6 +72,7 @@ from agentledger.buildkit.layout import (
     VENVS_DIR,
 )
 from agentledger.buildkit.processes import kill_tree
+from agentledger.hidden_text import printable
 
 from .cgroups import BuildGroupFactory, BuildGroups
 from .profiles import local_credentials_dir
@@ -318,8 +319,8 @@ class LocalCodeBuild:
             # (a fork refused under load, a wait that timed out) must not read as a passed build.
             build.log_tail += f"\n[Container] the build runner failed: {type(error).__name__}: {error}\n"
             where = traceback.extract_tb(error.__traceback__)[-1]
-            print(f"agentledger: local build {build.build_id} failed in the runner: {type(error).__name__}: "
-                  f"{error} ({Path(where.filename).name}:{where.lineno})", file=sys.stderr, flush=True)
+            print(printable(f"agentledger: local build {build.build_id} failed in the runner: {type(error).__name__}: "
+                            f"{error} ({Path(where.filename).name}:{where.lineno})"), file=sys.stderr, flush=True)
             status = "FAILED"
         finally:
             build.record.update(buildStatus="STOPPED" if build.stopped else status, currentPhase="COMPLETED",

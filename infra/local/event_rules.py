@@ -14,6 +14,8 @@ from typing import Any
 
 from moto.events.models import EventPattern
 
+from agentledger.hidden_text import printable
+
 ATTEMPTS = 3
 RETRY_DELAY_S = 1.0
 
@@ -54,5 +56,5 @@ class LocalEventRules:
                 return
             if attempt < ATTEMPTS:
                 time.sleep(RETRY_DELAY_S * attempt)
-        print(f"agentledger: rule {rule} could not deliver {event.get('detail-type')} to {function} "
-              f"after {ATTEMPTS} attempts: {error[:300]}", file=sys.stderr, flush=True)
+        print(printable(f"agentledger: rule {rule} could not deliver {event.get('detail-type')} to {function} "
+                        f"after {ATTEMPTS} attempts: {error[:300]}"), file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from agentledger.faults import CRASH_HEADER, parse_crash
+from agentledger.hidden_text import printable
 from agentledger.limits import START_RATE, StartRate, retry_after_s
 from agentledger.service import ErrorBody, run_id_for
 
@@ -88,7 +89,7 @@ class LocalApiServer:
             try:
                 self.runtime.run_review_keeper()
             except Exception as error:  # noqa: BLE001 — keep the schedule alive, as EventBridge would
-                print(f"agentledger: review keeper failed: {error}", file=sys.stderr)
+                print(printable(f"agentledger: review keeper failed: {error}"), file=sys.stderr)
 
     def arm_faults(self, headers: dict[str, str], caller: str) -> str | None:
         """Local runtime only: arm the crash and the throttle the request's headers name, for the

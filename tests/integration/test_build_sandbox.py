@@ -28,11 +28,11 @@ from agentledger.agent import BedrockPlanner, BedrockSettings, PlanBrief, inspec
 from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.agent.executor import render_test_files
 from agentledger.agent.planner import GenerationSettings
+from agentledger.buildkit.layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from agentledger.models import BuildRequest, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
-from agentledger.buildkit.layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from agentledger.testrun.layout import BUILDSPEC
 from agentledger.workflow.builds import control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import unicodedata
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -306,6 +308,16 @@ def test_a_resume_after_thousands_of_changes_names_the_first_and_counts_the_rest
 
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2A\r\x9b2J"  # title, cursor up, carriage return, a C1 CSI
+# Trojan Source: text shown right to left, a span isolated from its surroundings, a space and a
+# byte order mark no reader sees.
+REORDERING = "\u202eadmin\u2066 # check\u2069\u200b\ufeff"
+HOSTILE = ESCAPES + REORDERING
+HOSTILE_SHOWN = "\\x1b]0;owned\\x07\\x1b[2A\\x0d\\x9b2J\\u202eadmin\\u2066 # check\\u2069\\u200b\\ufeff"
+
+
+def _raw_hidden(text: str) -> list[str]:
+    """Control (but newline and tab) and format characters, as a terminal would receive them."""
+    return [c for c in text if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf")]
 
 
 class _HostileApi:
@@ -314,16 +326,16 @@ class _HostileApi:
     def __init__(self) -> None:
         document = load("run_awaiting_review.json")
         document["summary"] = {
-            "request": f"write tests{ESCAPES}",
+            "request": f"write tests{HOSTILE}",
             "plan": {"planner": "bedrock:model", "targets": 1, "skipped": 0,
                      "first": [{"target": "calc.py::", "test_path": "tests/test_calc.py",
-                                "rationale": f"no test calls it{ESCAPES}"}]},
+                                "rationale": f"no test calls it{HOSTILE}"}]},
             "files_changed": [], "tests": {"written": 1, "outcome": "failed"}}
         counts = {"tests": 1, "passed": 0, "failed": 1, "errors": 0, "skipped": 0,
-                  "failing": [f"tests.test_calc.test_x{ESCAPES}"], "files": [], "unreadable": []}
+                  "failing": [f"tests.test_calc.test_x{HOSTILE}"], "files": [], "unreadable": []}
         document["test_runs"] = {"t": {"digest": "b" * 64, "build_id": "p:2", "status": "SUCCEEDED", "stage": "verify",
                                        "created_at": "2026-12-02T10:00:00+00:00",
-                                       "report": {"outcome": "failed", "reason": f"exited 1{ESCAPES}",
+                                       "report": {"outcome": "failed", "reason": f"exited 1{HOSTILE}",
                                                   "counts": counts}}}
         document["artifacts"].append({**document["artifacts"][0], "name": "changes.diff", "committed": True})
         self.document = document
@@ -332,17 +344,47 @@ class _HostileApi:
         return self.document
 
 
-@pytest.mark.parametrize("command", ["show", "review"])
-def test_no_control_character_from_the_api_reaches_the_terminal(monkeypatch, capsys, command) -> None:
+@pytest.mark.parametrize("command", ["show", "review", "diff"])
+def test_no_control_or_format_character_from_the_api_reaches_the_terminal(monkeypatch, capsys, command) -> None:
     from infra.cli import main as cli
 
     monkeypatch.setattr(cli, "_client", lambda args: _HostileApi())
-    monkeypatch.setattr(cli, "fetch", lambda url: f"+def test_x():{ESCAPES}\n".encode())  # the generated source
+    monkeypatch.setattr(cli, "fetch", lambda url: f"+def test_x():{HOSTILE}\n".encode())  # the generated source
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # diff escapes only what a terminal receives
     cli.main([command, "run-1"])  # review prints the brief, then finds no terminal to ask on
     printed = capsys.readouterr()
     text = printed.out + printed.err
-    assert not [c for c in text if c not in "\n\t" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)]
-    assert "write tests\\x1b]0;owned\\x07\\x1b[2A\\x0d\\x9b2J" in text
-    assert "tests.test_calc.test_x\\x1b]0;owned" in text
+    assert _raw_hidden(text) == []
+    if command != "diff":
+        assert f"write tests{HOSTILE_SHOWN}" in text
+        assert f"tests.test_calc.test_x{HOSTILE_SHOWN}" in text
     if command == "review":
-        assert "no test calls it\\x1b]0;" in text and "+def test_x():\\x1b]0;" in text
+        assert "no test calls it\\x1b]0;" in text  # a rationale is cut to its first 60 characters
+    if command != "show":
+        assert f"+def test_x():{HOSTILE_SHOWN}" in text
+
+
+def test_a_diff_sent_to_a_pipe_keeps_its_bytes_so_it_still_applies(monkeypatch, capsysbinary) -> None:
+    from infra.cli import main as cli
+
+    source = f"+def test_x():{HOSTILE}\n".encode()
+    monkeypatch.setattr(cli, "_client", lambda args: _HostileApi())
+    monkeypatch.setattr(cli, "fetch", lambda url: source)
+    cli.main(["diff", "run-1"])
+    assert capsysbinary.readouterr().out == source
+
+
+def test_the_paths_apply_wrote_are_printed_escaped(monkeypatch, capsys, tmp_path: Path) -> None:
+    from infra.cli import main as cli
+
+    api = _HostileApi()
+    api.document["run"]["status"] = "complete"
+    api.document["review"]["decision"] = "approve"
+    written = f"tests/test_x{REORDERING}.py"
+    contents = {"plan.json": {"files_read": {}}, "test-files.json": {written: "def test_x():\n    pass\n"}}
+    monkeypatch.setattr(cli, "_client", lambda args: api)
+    monkeypatch.setattr(cli, "fetch", lambda url: json.dumps(contents[url.split("?")[0].rsplit("/")[-1]]).encode())
+    assert cli.main(["apply", "run-1", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert (tmp_path / written).is_file()  # written as the run named it: only printing escapes it
+    assert _raw_hidden(printed) == [] and "+ tests/test_x\\u202eadmin\\u2066 # check" in printed

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agentledger.buildkit import layout
 from agentledger.errors import (
     NoTestsRanError,
     TestConfigurationError,
@@ -17,7 +18,6 @@ from agentledger.errors import (
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
-from agentledger.buildkit import layout
 from agentledger.testrun.layout import build_timeout_minutes
 from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive

@@ -36,7 +36,7 @@ from ..states import DecisionKind, Verdict
 from ..workspaces import execute_workspace, expire_workspaces
 from .builds import BuildAllowance, load_build_config
 from .verification import TestBuilds
-from .writing import TestWriting, language_of
+from .writing import TestWriting, language_of, refuse_hidden_text
 
 
 @dataclass
@@ -163,8 +163,9 @@ class StageWork:
         config = load_build_config(ctx.snapshot.root, self.allowance)
         if config.ecosystem != "python" and language_of(plan) != "java":
             # The filters run pytest and coverage.py, or Maven for JUnit classes: another
-            # ecosystem's candidates are kept as written.
+            # ecosystem's candidates are kept as written, or not at all.
             files = self._candidates(plan, ctx)
+            refuse_hidden_text(files)
             return self._written(ctx, files, [])
         previous = ctx.ledger.stages.get(Stage.EXECUTE.value)
         failure_reported = (previous is not None and previous.status == StageStatus.FAILED

@@ -3,7 +3,8 @@
 Plain ES2020, no framework and no build step. Everything it shows comes from the console's
 same-origin JSON (the API's own answers, the state machine's definition and the executions'
 histories), and every piece of text is rendered with textContent: the request, test names and a
-model's rationale are untrusted. Lists are capped so a run of ten thousand files renders fast. */
+model's rationale are untrusted. For the same reason, control and format characters in any text
+shown are escaped first (`visible`). Lists are capped so a run of ten thousand files renders fast. */
 'use strict';
 
 (() => {
@@ -46,15 +47,32 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
   const app = {session: null, gen: 0, asl: null, page: null};
 
   // -- DOM ----------------------------------------------------------------------------------------
+  // Control characters (but newline and tab) and format characters (bidi overrides and isolates,
+  // zero-width characters), as the CLI shows them (agentledger/hidden_text.py): raw, they would
+  // reorder or hide what a reviewer reads (Trojan Source).
+  const HIDDEN = /[\p{Cc}\p{Cf}]/gu;
+  // Attributes a person reads (a tooltip, what a screen reader says); the others are never shown.
+  const READ_ATTRIBUTES = new Set(['title', 'aria-label', 'placeholder']);
+
+  function escapeOf(character) {
+    const code = character.codePointAt(0);
+    if (code < 0x100) return `\\x${code.toString(16).padStart(2, '0')}`;
+    return code < 0x10000 ? `\\u${code.toString(16).padStart(4, '0')}` : `\\U${code.toString(16).padStart(8, '0')}`;
+  }
+
+  function visible(text) {
+    return String(text).replace(HIDDEN, (c) => (c === '\n' || c === '\t' ? c : escapeOf(c)));
+  }
+
   function props(el, attrs) {
     if (!attrs) return el;
     for (const [key, value] of Object.entries(attrs)) {
       if (value === null || value === undefined || value === false) continue;
       if (key === 'class') el.setAttribute('class', Array.isArray(value) ? value.filter(Boolean).join(' ') : value);
-      else if (key === 'text') el.textContent = String(value);
+      else if (key === 'text') el.textContent = visible(value);
       else if (key === 'dataset') for (const [k, v] of Object.entries(value)) el.dataset[k] = String(v);
       else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? '' : String(value));
+      else el.setAttribute(key, value === true ? '' : READ_ATTRIBUTES.has(key) ? visible(value) : String(value));
     }
     return el;
   }
@@ -62,7 +80,7 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
   function kids(el, children) {
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      el.append(child instanceof Node ? child : document.createTextNode(visible(child)));
     }
     return el;
   }
@@ -73,7 +91,7 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
 
   function announce(text) {
     const box = $('#announce');
-    if (box) box.textContent = text;
+    if (box) box.textContent = visible(text);
   }
 
   function safeUrl(url) {
@@ -570,7 +588,7 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
 
   function stale(live, error) {
     if (!live) return;
-    live.textContent = `could not refresh (${error.message}); retrying`;
+    live.textContent = visible(`could not refresh (${error.message}); retrying`);
     live.classList.add('stale');
   }
 
@@ -952,7 +970,7 @@ model's rationale are untrusted. Lists are capped so a run of ten thousand files
   function span(cls, text) {
     const el = document.createElement('span');
     el.className = cls;
-    el.textContent = text;
+    el.textContent = visible(text);
     return el;
   }
 

@@ -216,7 +216,8 @@ def test_a_failure_of_the_kit_is_in_the_output_the_upload_carries(builds: Path) 
     results = root / layout.RESULTS_DIR
     assert "prepare failed: invalid agentledger/config.json" in (results / layout.OUTPUT_FILE).read_text()
     assert "prepare failed" in (results / layout.FAILURE_FILE).read_text()
-    assert (root / layout.STATE_DIR).stat().st_mode & 0o777 == 0o700 and (root / layout.STATE_DIR / FAILURE_RECORD).exists()
+    assert (root / layout.STATE_DIR).stat().st_mode & 0o777 == 0o700
+    assert (root / layout.STATE_DIR / FAILURE_RECORD).exists()
 
 
 def test_the_tests_need_the_installs_record(builds: Path) -> None:
@@ -267,10 +268,11 @@ def _record_line(name, data):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     version = pathlib.Path("VERSION").read_text().strip()
     pathlib.Path("stamped/_version.py").write_text(f"version = {version!r}\\n")
+    info = f"stamped-{version}.dist-info"
     files = {"stamped/__init__.py": pathlib.Path("stamped/__init__.py").read_bytes(),
              "stamped/_version.py": pathlib.Path("stamped/_version.py").read_bytes(),
-             f"stamped-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\\nName: stamped\\nVersion: {version}\\n".encode(),
-             f"stamped-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+             f"{info}/METADATA": f"Metadata-Version: 2.1\\nName: stamped\\nVersion: {version}\\n".encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
     name = f"stamped-{version}-py3-none-any.whl"
     record = f"stamped-{version}.dist-info/RECORD"
     with zipfile.ZipFile(pathlib.Path(wheel_directory) / name, "w") as wheel:

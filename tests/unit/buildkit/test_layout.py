@@ -64,7 +64,7 @@ def test_every_build_carries_the_whole_kit_its_entry_and_its_configuration(tmp_p
 
 def test_the_buildspec_runs_the_kit_it_ships_isolated_from_the_repository() -> None:
     phases = BUILDSPEC["phases"]
-    assert KIT_COMMAND == f"python3 -I {layout.CONTROL_DIR}"
+    assert f"python3 -I {layout.CONTROL_DIR}" == KIT_COMMAND
     assert phases["install"]["commands"][-1] == f"{KIT_COMMAND} prepare"
     assert phases["pre_build"]["commands"] == [f"{KIT_COMMAND} install"]
     assert phases["build"]["commands"] == [f"{KIT_COMMAND} test"]
