@@ -25,6 +25,9 @@ from .states import (
 __all__ = ["WORK_STAGES", "EffectStatus", "NextAction", "RunOutcome", "RunState", "RunStatus", "Stage", "StageStatus"]
 
 
+MAX_BUILD_FAILURE_CHARS = 1000
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -159,6 +162,8 @@ class TestRun(Record):
     execution: str | None = None
     created_at: str = Field(default_factory=utc_now)
     finished_at: str | None = None
+    # Why the build service says the build failed (its failed phase and the reason), once it ended.
+    failure: str | None = Field(default=None, max_length=MAX_BUILD_FAILURE_CHARS)
     report: dict[str, Any] | None = None  # command.json once the results were read: outcome, reason, counts
 
     def marker(self, run_id: str) -> str:

@@ -107,6 +107,10 @@ class BuildPort(BuildStatusPort, Protocol):
     def find(self, test_run: str) -> str | None:
         """The id of a build already started for `test_run` ("<run id>/<input digest>"), if any."""
 
+    def failure(self, build_id: str) -> str | None:
+        """Why an ended build did not succeed, as the build service tells it (the phase that failed
+        and its reason); None when it says nothing."""
+
 
 @dataclass(frozen=True)
 class BuildWait:

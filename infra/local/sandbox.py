@@ -279,6 +279,7 @@ def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, o
     for directory in (Path("/tmp"), spec.home):
         arguments += ["--perms", "1777", "--size", tmp, "--tmpfs", str(directory)]
     for directory in spec.hidden:  # empty, and closed to the build's uid
+        arguments += _parents(directory, (Path("/tmp"), spec.home))
         arguments += ["--perms", "0700", "--size", tmp, "--tmpfs", str(directory)]
     every = (*spec.toolchain, Mount(spec.room.source, spec.room.source, writable=True), *mounts)
     for mount in every:
@@ -286,7 +287,7 @@ def _bwrap_arguments(spec: SandboxSpec, mounts: Sequence[Mount], info_fd: int, o
         arguments += mount.arguments()
     seccomp, *files = data
     for (path, _), descriptor in zip(spec.files, files, strict=True):
-        arguments += ["--ro-bind-data", str(descriptor), path]
+        arguments += ["--perms", "0644", "--ro-bind-data", str(descriptor), path]
     # Without a network of its own, the phase runs in the network namespace it was started in,
     # which the caller made for it.
     unshare_net = ["--unshare-net"] if own_network else []

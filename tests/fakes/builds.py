@@ -102,6 +102,7 @@ class InstantBuilds:
     # A hostile build: what it uploads instead of the outcome's results, and how it ends instead.
     uploads: bytes | None = None
     ends: BuildStatus | None = None
+    says: str | None = None  # why a build that failed did, as the build service says it
     generation: Generation = "keep_all"  # what a build that writes tests keeps
     refusals: int = 0  # starts refused first, as CodeBuild refuses them at its concurrent-build limit
     generations: list[BuildRequest] = field(default_factory=list)  # those builds (also in `started`)
@@ -148,6 +149,9 @@ class InstantBuilds:
         if self.ends is not None:
             return self.ends
         return BuildStatus.FAILED if self.outcome == "no_upload" else BuildStatus.SUCCEEDED
+
+    def failure(self, build_id: str) -> str | None:
+        return self.says
 
     def find(self, test_run: str) -> str | None:
         self.searches += 1  # on CodeBuild, a listing of the project's whole build history

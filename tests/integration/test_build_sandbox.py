@@ -29,12 +29,12 @@ from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.agent.executor import render_test_files
 from agentledger.agent.planner import GenerationSettings
 from agentledger.buildkit.layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
-from agentledger.models import BuildRequest, Stage, TestRun
+from agentledger.models import BuildRequest, Run, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
 from agentledger.testrun.layout import BUILDSPEC
-from agentledger.workflow.builds import control_files, package, repository_files
+from agentledger.workflow.builds import cache_key, control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
 from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
@@ -51,6 +51,7 @@ LINK_CREDENTIALS = Credentials("AKIASANDBOXLINKS0000", uuid.uuid4().hex)
 # Ends a broken run of a test that waits for a build's suite to start: on two loaded cores a
 # sandbox takes seconds to set up, not minutes.
 SUITE_START_TIMEOUT_S = 180
+REQUESTER_ARN = "arn:aws:iam::123456789012:user/agentledger-requester"
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Finished:
     contents: OutputContents | None
     log: str
     archive: bytes | None
+    build_id: str
 
 
 class Sandbox:
@@ -89,14 +91,18 @@ class Sandbox:
         """A build of the repository as verify sends it, or of `members` (a whole input) if given."""
         self.count += 1
         config = load_config(repo)
-        files = {p.relative_to(repo).as_posix(): "" for p in repo.rglob("*") if p.is_file()}
+        files = snapshot_directory(repo).files
         archive = package(members or {**repository_files(repo, files, {}), **control_files(config)})
+        # As the stages key the cache: by the repository and what its install depends on.
+        run = Run(run_id=f"run-{self.count}", request="test", repository=str(repo), environment="test",
+                  requested_by=REQUESTER_ARN)
         ref = self.artifacts.put(f"run-{self.count}", Stage.VERIFY, "test-input.tar.gz", archive, "application/gzip")
         output_key = f"runs/run-{self.count}/verify/builds/output.tar.gz"  # read back by run()
         grant = self.artifacts.upload_grant(output_key, OUTPUT_ARCHIVE_LIMIT_BYTES, 600)
         build_id = self.builds.start(BuildRequest(
             test_run=f"run-{self.count}/digest#1", input_url=self.artifacts.download_url(ref.key, 600),
-            output_grant=grant, image=config.image, compute=config.compute, timeout_minutes=timeout_minutes))
+            output_grant=grant, image=config.image, compute=config.compute, timeout_minutes=timeout_minutes,
+            cache_key=cache_key(run, config, files)))
         self.grants[build_id] = grant
         return build_id
 
@@ -107,7 +113,8 @@ class Sandbox:
         assert status is not None
         uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
         [build] = [b for b in self.local.builds_for(f"run-{self.count}")]
-        return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail, uploaded)
+        return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail, uploaded,
+                        build_id)
 
 
 @pytest.fixture
@@ -354,7 +361,12 @@ def test_a_build_whose_runner_fails_is_failed_not_succeeded(sandbox: Sandbox, tm
     monkeypatch.setattr("infra.local.codebuild._Unsandboxed.start", fork_refused)
     finished = sandbox.run(_repository(tmp_path / "repo", "true"))
     assert finished.status == BuildStatus.FAILED
-    assert "the build runner failed: BlockingIOError" in finished.log
+    # Said in the log and in the build's record, as CodeBuild says why a build could not start.
+    assert "the build's sandbox could not start the install phase: [Errno 11] Resource temporarily unavailable" \
+        in finished.log
+    [record] = sandbox.codebuild.batch_get_builds(ids=[finished.build_id])["builds"]
+    [install] = [phase for phase in record["phases"] if phase["phaseType"] == "INSTALL"]
+    assert install["phaseStatus"] == "FAILED" and install["contexts"][0]["statusCode"] == "CLIENT_ERROR"
 
 
 def test_the_bedrock_writers_junit_classes_are_kept_only_if_they_build_pass_five_times_and_add_coverage(

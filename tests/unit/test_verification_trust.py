@@ -142,3 +142,13 @@ def test_a_failed_build_s_coverage_is_not_believed_either(world: World) -> None:
     world.builds.uploads, world.builds.ends = _with_jacoco(results_archive("pass")), BuildStatus.FAILED
     run_id, _ = _verify(world)
     assert json.loads(_outputs(world, run_id)["command.json"])["coverage"] is None
+
+
+def test_a_build_that_could_not_start_says_why_as_the_build_service_said_it(world: World) -> None:
+    world.builds.outcome, world.builds.uploads = "no_upload", None
+    world.builds.says = "INSTALL phase: the build's sandbox could not start the install phase: a mount failed"
+    run_id, error = _verify(world)
+    assert "a mount failed" in str(error)
+    [test_run] = [t for t in world.ledger.load(run_id).test_runs.values() if t.stage == Stage.VERIFY]
+    assert test_run.failure == world.builds.says
+    assert b"a mount failed" in _outputs(world, run_id)["test-output.txt"]  # what the reviewer reads in its place

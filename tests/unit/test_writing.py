@@ -295,3 +295,23 @@ def test_tests_kept_as_written_that_carry_a_hidden_character_go_to_a_person_and_
     assert outcome["action"] == "handoff"
     handoff = next(d for d in world.ledger.load(run_id).decisions if d.kind == "handoff")
     assert "a character a reader does not see" in handoff.summary
+
+
+def test_a_generation_build_that_failed_says_why_in_the_handoff_as_the_build_service_and_the_kit_said_it(
+        world: World) -> None:
+    # The kit's own failure is in the results only it writes; the build service names the failed phase.
+    _upload_instead(world, archive_of({layout.FAILURE_FILE: b"install failed: the cache entry is not writable\n"}),
+                    BuildStatus.FAILED)
+    world.builds.says = "PRE_BUILD phase: Error while executing the pre_build phase's commands. Reason: exit status 1"
+    run_id, execution = _planned(world)
+    with pytest.raises(GenerationFailedError) as failed:
+        world.run(run_id, execution, Stage.EXECUTE)
+    assert str(failed.value) == (
+        "the generation build failed (PRE_BUILD phase: Error while executing the pre_build phase's commands. "
+        "Reason: exit status 1; agentledger in the build: install failed: the cache entry is not writable); "
+        "see generation-output.txt")
+    # As Step Functions hands the stage's error to the classifier.
+    world.workflow.classify(run_id, execution, {"Error": "GenerationFailedError",
+                                                "Cause": json.dumps({"errorMessage": str(failed.value)})}, "execute")
+    handoff = next(d for d in world.ledger.load(run_id).decisions if d.kind == "handoff")
+    assert "the cache entry is not writable" in json.dumps(handoff.details)

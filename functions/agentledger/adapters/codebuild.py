@@ -16,7 +16,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..buildkit.layout import CACHE_KEY_VARIABLE, INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
-from ..models import BuildRequest
+from ..models import MAX_BUILD_FAILURE_CHARS, BuildRequest
 from ..states import BuildStatus
 
 # CodeBuild's state-change event for a build that ended: the stack's rule matches these, the
@@ -92,6 +92,13 @@ class CodeBuildBuilds:
             if grant is not None:
                 self._grants.delete(grant)
         return status
+
+    def failure(self, build_id: str) -> str | None:
+        build = _build(self._codebuild, build_id)
+        reasons = [f"{phase.get('phaseType', '?')} phase: {context.get('message') or context.get('statusCode')}"
+                   for phase in (build or {}).get("phases", []) if phase.get("phaseStatus") not in (None, "SUCCEEDED")
+                   for context in phase.get("contexts", []) if context.get("message") or context.get("statusCode")]
+        return "; ".join(reasons)[:MAX_BUILD_FAILURE_CHARS] or None
 
     def find(self, test_run: str) -> str | None:
         ids: list[str] = []

@@ -54,7 +54,7 @@ class MavenRuns:
         """One run: of `classes` (fully qualified), or of the whole suite when None. What it
         printed (its tail), the outcomes Surefire reported and the coverage JaCoCo did."""
         self.clear()
-        start = self.workspace.log.stat().st_size
+        start = self.workspace.log_size()
         options = [self.workspace.environment.get("MAVEN_OPTS", "")]
         if classes is not None:
             options += [f"-Dtest={','.join(classes)}", "-Dsurefire.failIfNoSpecifiedTests=false",
@@ -64,10 +64,7 @@ class MavenRuns:
         environment = {**self.workspace.environment, "MAVEN_OPTS": " ".join(filter(None, options))}
         say(f"{label}: {'the whole suite' if classes is None else ', '.join(classes)}")
         self.workspace.run(self.workspace.config.test, environment)
-        with self.workspace.log.open("rb") as log:
-            log.seek(max(start, self.workspace.log.stat().st_size - OUTPUT_READ_BYTES))
-            printed = log.read().decode("utf-8", errors="replace")
-        return printed, self.outcomes(), self.coverage()
+        return self.workspace.output_since(start, OUTPUT_READ_BYTES), self.outcomes(), self.coverage()
 
     def reports(self, patterns: list[str] | tuple[str, ...]) -> list[Path]:
         return [path for pattern in patterns for path in self.workspace.repository.glob(pattern)

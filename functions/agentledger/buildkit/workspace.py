@@ -23,7 +23,7 @@ from .layout import (
     STATE_DIR,
     WORK_DIR,
 )
-from .processes import CodeUser, DriverError, Outcome, code_user, run_logged, say, shell_argv
+from .processes import CodeUser, DriverError, Outcome, as_root, code_user, run_logged, say, shell_argv
 
 # What the repository's commands get of the build's own environment: no grant, no credential.
 INHERITED_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -134,6 +134,18 @@ class Workspace:
     @property
     def log(self) -> Path:
         return self.state / RAW_OUTPUT_FILE
+
+    def log_size(self) -> int:
+        with as_root():
+            return self.log.stat().st_size
+
+    def output_since(self, start: int, limit_bytes: int) -> str:
+        """What the commands printed since the log held `start` bytes, at most its last `limit_bytes`
+        (the kit's own log, root's alone, read as root)."""
+        with as_root(), self.log.open("rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(start, size - limit_bytes))
+            return log.read().decode("utf-8", errors="replace")
 
     def run(self, command: str, environment: dict[str, str]) -> Outcome:
         """One of the repository's commands, in the repository, as the code's uid."""

@@ -100,7 +100,7 @@ def cache_key(run: Run, config: TestRunConfig, source_files: dict[str, str]) -> 
         "install": config.install,
         "env": config.env,
         "image": config.image,
-    })
+    }).removeprefix("sha256:")
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,9 @@ class Builds:
             status = self._require_builds().status(test_run.build_id or "")
             if status is None or status == BuildStatus.IN_PROGRESS:
                 return BuildProgress(run, test_run, poll_after_s=BUILD_END_FALLBACK_SECONDS)
-            test_run = test_run.model_copy(update={"status": status, "finished_at": utc_now()})
+            builds = self._require_builds()
+            failure = None if status == BuildStatus.SUCCEEDED else builds.failure(test_run.build_id or "")
+            test_run = test_run.model_copy(update={"status": status, "finished_at": utc_now(), "failure": failure})
         return BuildProgress(run, test_run, finished=True, archive=self.artifacts.read(test_run.output_key))
 
     def _record_intent(self, run: Run, execution: str, inputs: BuildInputs, attempt: int) -> tuple[Run, TestRun]:
@@ -243,5 +245,15 @@ def package(members: dict[str, bytes]) -> bytes:
 
 
 def missing_output(test_run: TestRun) -> str:
-    return (f"[agentledger: build {test_run.build_id} ended {test_run.status.value} without uploading its output; "
-            "see its log in CloudWatch Logs]\n")
+    said = f" ({test_run.failure})" if test_run.failure else ""
+    return (f"[agentledger: build {test_run.build_id} ended {test_run.status.value}{said} without uploading its "
+            "output; see its log in CloudWatch Logs]\n")
+
+
+def failed_build(what: str, test_run: TestRun, kit_failure: str | None) -> str:
+    """Why a build did not succeed, as far as anyone can tell: its status, what the build service
+    says of its failed phase, and what agentledger's kit in it said of its own failure."""
+    reasons = [reason for reason in (test_run.failure, kit_failure and f"agentledger in the build: {kit_failure}")
+               if reason]
+    status = test_run.status.value.lower().replace("_", " ")
+    return f"{what} {status}" + (f" ({'; '.join(reasons)})" if reasons else "")

@@ -34,6 +34,7 @@ from .builds import (
     Builds,
     cache_key,
     control_files,
+    failed_build,
     kit_digest,
     load_build_config,
     missing_output,
@@ -41,6 +42,7 @@ from .builds import (
 )
 
 RESULT_LIMIT_BYTES = 1 << 20
+KIT_FAILURE_LIMIT_BYTES = 4096  # the kit keeps the last 4 KiB of its failure record
 # What is read of the JUnit XML a build uploaded, all files together: held in memory at once.
 JUNIT_TOTAL_LIMIT_BYTES = 16 << 20
 JUNIT_FILE_COUNT_LIMIT = 200
@@ -165,6 +167,7 @@ class OutputContents:
     problem: str | None = None  # why result.json could not be used
     coverage: dict[str, bytes] = field(default_factory=dict)  # JaCoCo XML, bounded as JUnit's is
     coverage_unread: list[str] = field(default_factory=list)
+    failure: str | None = None  # what agentledger's kit in the build said of its own failure
 
 
 def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], config: TestRunConfig) -> str:
@@ -182,6 +185,7 @@ def read_output_archive(archive: bytes) -> OutputContents:
     result_bytes: bytes | None = None
     problem: str | None
     output = ""
+    failure = None
     reports = {layout.JUNIT_DIR: _Reports(), layout.COVERAGE_DIR: _Reports()}
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
@@ -193,6 +197,8 @@ def read_output_archive(archive: bytes) -> OutputContents:
                     result_bytes = _read_member(tar, member)
                 elif str(name) == layout.OUTPUT_FILE and member.size <= 2 * layout.OUTPUT_LIMIT_BYTES:
                     output = _read_member(tar, member).decode("utf-8", errors="replace")
+                elif str(name) == layout.FAILURE_FILE and member.size <= KIT_FAILURE_LIMIT_BYTES:
+                    failure = " ".join(_read_member(tar, member).decode("utf-8", errors="replace").split()) or None
                 elif len(name.parts) == 2 and name.parts[0] in reports and name.suffix == ".xml":
                     reports[name.parts[0]].add(tar, member, name.name)
     except (tarfile.TarError, EOFError, OSError) as error:
@@ -206,7 +212,7 @@ def read_output_archive(archive: bytes) -> OutputContents:
         except ValidationError as error:
             problem = f"{layout.RESULT_FILE} is not valid: {error.errors()[:3]}"
     junit, coverage = reports[layout.JUNIT_DIR], reports[layout.COVERAGE_DIR]
-    return OutputContents(result, output, junit.read, junit.unread, problem, coverage.read, coverage.unread)
+    return OutputContents(result, output, junit.read, junit.unread, problem, coverage.read, coverage.unread, failure)
 
 
 @dataclass
@@ -257,9 +263,9 @@ def judge(test_run: TestRun, config: TestRunConfig,
             why = contents.problem or "its results could not be read"
         else:
             why = "the results it uploaded are not believed, since only a build that succeeded shows its tests ran"
-        status = test_run.status.value.lower().replace("_", " ")
+        failed = failed_build("test build", test_run, contents.failure if contents else None)
         return TestReport(outcome="timed_out" if test_run.status == BuildStatus.TIMED_OUT else "build_failed",
-                          passed=False, reason=f"test build {status}: {why}", **base), None
+                          passed=False, reason=f"{failed}: {why}", **base), None
     base.update(install_exit_code=result.install.exit_code, dependency_cache_hit=result.install.cache_hit)
     if result.install.timed_out or result.install.exit_code != 0 or result.test is None:
         why = (f"was killed after the {config.timeout_s} s timeout" if result.install.timed_out

@@ -34,7 +34,16 @@ from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import BuildStatus
 from ..testrun.config import TestRunConfig
 from ..testrun.layout import build_timeout_minutes
-from .builds import BuildInputs, Builds, cache_key, control_files, kit_digest, missing_output, repository_files
+from .builds import (
+    BuildInputs,
+    Builds,
+    cache_key,
+    control_files,
+    failed_build,
+    kit_digest,
+    missing_output,
+    repository_files,
+)
 from .verification import read_output_archive
 
 # The build's four filters, then this stage's own: a test the repository would hold must read as it runs.
@@ -289,9 +298,10 @@ class TestWriting:
 
 def believed_result(test_run: TestRun, archive: bytes | None, contents: Any, planned: list[str]) -> BuildResult:
     """What the generation build uploaded, if it is to be believed; GenerationFailedError says why not."""
-    status = test_run.status.value.lower().replace("_", " ")
     if test_run.status != BuildStatus.SUCCEEDED:
-        raise GenerationFailedError(f"the generation build {status}; see generation-output.txt")
+        kit_failure = contents.failure if contents is not None else None
+        raise GenerationFailedError(f"{failed_build('the generation build', test_run, kit_failure)}; "
+                                    "see generation-output.txt")
     if contents is None or contents.result is None:
         why = "uploaded no results" if contents is None else contents.problem or "its results could not be read"
         raise GenerationFailedError(f"the generation build {why}; see generation-output.txt")
