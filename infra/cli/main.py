@@ -109,6 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"-c planner=bedrock calls the real Bedrock service: set {BEDROCK_PROFILE_VARIABLE} to an AWS "
                        "profile with access to the model (without it, the default planner keeps everything offline)")
     _check_build_sandbox(args.unsafe_local_builds)
+    _check_build_cache()
     runtime = LocalRuntime(repository_roots=_repository_roots(args.allow_root), context=_context(args.context),
                            extra_environment={BEDROCK_PROFILE_VARIABLE: profile} if profile else None,
                            unsafe_local_builds=args.unsafe_local_builds)
@@ -160,6 +161,15 @@ def _check_build_sandbox(unsafe: bool) -> None:
     problem = sandbox_problem()
     if problem:
         raise CliError(f"refusing to run test builds: {problem}")
+
+
+def _check_build_cache() -> None:
+    from infra.local.codebuild import build_cache_problem  # noqa: PLC0415
+    from infra.local.runtime import default_build_cache  # noqa: PLC0415
+
+    problem = build_cache_problem(default_build_cache())
+    if problem:
+        raise CliError(f"refusing to start: {problem}")
 
 
 def _context(given: list[str] | None) -> dict[str, str]:

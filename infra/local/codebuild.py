@@ -607,6 +607,18 @@ def without_paths(message: str) -> str:
     return re.sub(r"(?<![\w.])/[^\s:'\"]+", "<path>", message)
 
 
+def build_cache_problem(cache_dir: Path) -> str | None:
+    """Why serve cannot keep its builds' dependency cache at `cache_dir`, or None. Anywhere this
+    user may write will do: builds see it at the buildspec's path, not where it lies."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache_dir):
+            pass
+    except OSError as error:
+        return f"cannot keep the build cache at {cache_dir} (AGENTLEDGER_BUILD_CACHE): {error.strerror or error}"
+    return None
+
+
 def state_change_event(record: dict[str, Any]) -> dict[str, Any]:
     """The EventBridge event CodeBuild sends when a build ends (the fields the stack's rule and
     BuildEndedFunction read, and the envelope every event has)."""

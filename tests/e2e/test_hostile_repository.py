@@ -29,7 +29,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 Cli = Callable[..., CliResult]
 ATTEMPTS = ("read_profiles", "read_environ", "connect_api", "use_s3_endpoint", "connect_other_port",
-            "write_outside", "poison_cache", "fill_disk", "forge_result")
+            "write_outside", "poison_cache", "poison_tools", "forge_cache_entry", "rewrite_kit", "new_user_namespace",
+            "fill_disk", "forge_result")
+# What the attacker's code prints or plants wherever it runs: a later repository's outputs must never carry it.
+MARKERS = ("POISONED", "HOSTILE-PIP-RAN", "HOSTILE")
+# The cache as every build sees it (the buildspec's path), wherever serve keeps it.
+SHARED_CACHE = "/root/.cache/agentledger"
 BUILD_DISK_BYTES = 2 << 30  # infra/local/codebuild.py's SandboxLimits.disk_bytes
 BUILDS_ROOT = "/tmp/agentledger-builds"  # LocalRuntime's work root for builds
 
@@ -127,13 +132,8 @@ def write_outside():
     report("write_outside", bool(escaped), f"wrote={escaped}")
 
 
-def poison_cache():
+def plant(targets):
     planted = []
-    site = Path(sysconfig.get_paths()["purelib"])  # the cached venv the later repositories use
-    targets = [site / "agentledger_hostile.pth"]
-    cache = Path(os.environ["PIP_CACHE_DIR"]).parent
-    targets += [venv / "agentledger_hostile.pth" for venv in (cache / "venvs").glob("*")]
-    targets.append(cache / "venvs" / ("0" * 24) / "agentledger_hostile.pth")
     for target in targets:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +141,67 @@ def poison_cache():
             planted.append(str(target))
         except OSError:
             pass
-    report("poison_cache", bool(planted), f"venv={sys.prefix} planted={planted}")
+    return planted
+
+
+def poison_cache():
+    site = Path(sysconfig.get_paths()["purelib"])  # the venv it runs in, which the cache keeps
+    targets = [site / "agentledger_hostile.pth"]
+    targets += [venv / "agentledger_hostile.pth" for venv in Path(SETTINGS["cache"], "venvs").glob("*")]
+    targets += [Path(p) / "agentledger_hostile.pth"
+                for p in Path(SETTINGS["cache"], "venvs").glob("*/lib/python*/site-packages")]
+    report("poison_cache", bool(plant(targets)), f"venv={sys.prefix} targets={len(targets)}")
+
+
+def poison_tools():
+    """agentledger's own tools (Pynguin, coverage.py), which every repository's test writer runs."""
+    tools = Path(SETTINGS["cache"], "tools")
+    targets = [Path(p) / "agentledger_hostile.pth" for p in tools.glob("*/pynguin/lib/python*/site-packages")]
+    targets += [Path(p) / "agentledger_hostile.pth" for p in tools.glob("*/coverage")]
+    targets.append(tools / ("0" * 24) / "pynguin" / "agentledger_hostile.pth")
+    report("poison_tools", bool(plant(targets)), f"targets={len(targets)}")
+
+
+def forge_cache_entry():
+    """An entry for a repository yet to come (its name is a digest anyone can guess), marked
+    installed, with a .pth in it: no build may make one but the one its key names."""
+    entry = Path(SETTINGS["cache"], "venvs", "f" * 24)
+    planted = plant([entry / "lib" / "python3.11" / "site-packages" / "agentledger_hostile.pth"])
+    try:
+        (entry / ".agentledger-installed").touch()
+        planted.append("marker")
+    except OSError:
+        pass
+    report("forge_cache_entry", bool(planted), f"planted={planted}")
+
+
+def rewrite_kit():
+    """agentledger's own files in the build: the kit, its entry, its configuration and records."""
+    control = Path.cwd().parent / "agentledger"
+    changed = []
+    for path in ("buildkit/driver.py", "buildkit/install.py", "__main__.py", "config.json", "generation.json",
+                 "results/result.json", "state/output.log"):
+        try:
+            with open(control / path, "a") as opened:
+                opened.write("\n# HOSTILE\n")
+            changed.append(path)
+        except OSError:
+            pass
+    try:
+        os.rename(control, control.with_name("agentledger-moved"))
+        changed.append("renamed the kit's directory")
+    except OSError:
+        pass
+    report("rewrite_kit", bool(changed), f"changed={changed}")
+
+
+def new_user_namespace():
+    """Root of a user namespace of its own, the start of many an escape."""
+    attempts = {}
+    for argv in (["unshare", "-Ur", "id", "-u"], ["unshare", "--net", "true"]):
+        finished = subprocess.run(argv, capture_output=True, text=True)
+        attempts[" ".join(argv)] = (finished.returncode, (finished.stdout + finished.stderr).strip()[:80])
+    report("new_user_namespace", any(code == 0 for code, _ in attempts.values()), f"{attempts}")
 
 
 def fill_disk():
@@ -169,6 +229,10 @@ def test_hostile():
     connect("connect_other_port", SETTINGS["other_port"])
     write_outside()
     poison_cache()
+    poison_tools()
+    forge_cache_entry()
+    rewrite_kit()
+    new_user_namespace()
     fill_disk()
     # A daemon of its own session, to approve the run with whatever was stolen once the driver is gone.
     subprocess.Popen([sys.executable, str(Path(__file__).parent / "daemon.py"), SETTINGS["token"]],
@@ -241,8 +305,17 @@ def other_port() -> Iterator[tuple[int, list[str]]]:
     listener.close()
 
 
+# A package named pip at the repository's top: `python -m pip` run in the repository would run it
+# instead of pip (the working directory comes first on its path), and so would anything of
+# agentledger's that did.
+SHADOW_PIP = "import sys\nprint('HOSTILE-PIP-RAN', file=sys.stderr)\nraise SystemExit(0)\n"
+
+
 def _hostile_repository(root: Path, settings: dict[str, Any]) -> Path:
     (root / "tests").mkdir(parents=True)
+    (root / "pip").mkdir()
+    (root / "pip" / "__init__.py").write_text(SHADOW_PIP)
+    (root / "pip" / "__main__.py").write_text(SHADOW_PIP)
     (root / "hostile.py").write_text(HOSTILE_MODULE)
     (root / "tests" / "test_hostile.py").write_text(HOSTILE_TEST)
     (root / "tests" / "hostile.json").write_text(json.dumps(settings))
@@ -285,6 +358,7 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     s3_port = urlsplit(earlier["artifacts"][0]["url"]).port
     profiles = instance_profiles_dir(api_url, PROFILES_DIR)
     settings = {"profiles": str(profiles), "api_port": int(api_url.rsplit(":", 1)[1]), "s3_port": s3_port,
+                "cache": SHARED_CACHE,
                 "other_port": port, "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
     hostile = _hostile_repository(tmp_path / "hostile", settings)
 
@@ -309,6 +383,7 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert reached == []
     assert not outside.exists() and not (profiles / "planted").exists()
     planted = [str(path) for path in default_build_cache().rglob("agentledger_hostile.pth")]
+    planted += [str(path) for path in default_build_cache().glob(f"venvs/{'f' * 24}*")]
     assert planted == []
     build_dir = attempts["forge_result"][1].split("cwd=")[1].split(" ")[0]
     assert build_dir.startswith(f"{BUILDS_ROOT}/build-"), build_dir
@@ -323,11 +398,19 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert not (shown.get("review") or {}).get("decision")
     assert [d for d in shown["decisions"] if "approve" in json.dumps(d)] == []
 
-    # A later repository on the same cached venv runs clean: nothing planted runs in its build.
+    # The shadowing pip never ran: not in the install, not in anything of agentledger's.
+    assert "HOSTILE-PIP-RAN" not in output
+
+    # A clean repository afterwards runs clean: nothing of the attacker's runs in its test writer's
+    # build or in verify's, and nothing of it is in what the reviewer reads.
     later = cli("run", str(repository), "--wait").json()
-    later_output = cli("artifact", later["run"]["run_id"], "test-output.txt").stdout
-    assert later["run"]["status"] == "awaiting_review", later_output
-    assert "POISONED" not in later_output
+    later_id = later["run"]["run_id"]
+    later_outputs = {name: cli("artifact", later_id, name).stdout
+                     for name in ("generation-output.txt", "test-output.txt")}
+    assert later["run"]["status"] == "awaiting_review", later_outputs
+    assert {name: [m for m in MARKERS if m in text] for name, text in later_outputs.items()} == \
+        {name: [] for name in later_outputs}
+    assert "HOSTILE" not in cli("diff", later_id).stdout
 
 
 # A request that, printed raw, would set the reviewer's terminal title, move the cursor up two lines
@@ -378,3 +461,12 @@ def test_serve_without_the_sandbox_tools_refuses_to_run_builds_and_says_how_to_g
     assert refused.exit_code == 1, refused
     assert refused.stderr.startswith("agentledger: refusing to run test builds: the local build sandbox needs bwrap")
     assert "apt-get install -y bubblewrap passt" in refused.stderr and "--unsafe-local-builds" in refused.stderr
+
+
+def test_serve_refuses_a_build_cache_it_cannot_keep_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    refused = run_cli("serve", "--port", str(free_port()),
+                      environment={**CLI_ENVIRONMENT, "AGENTLEDGER_BUILD_CACHE": str(tmp_path / "a-file" / "cache")})
+    assert refused.exit_code == 1, refused
+    assert refused.stderr == (f"agentledger: refusing to start: cannot keep the build cache at {tmp_path}/a-file/cache "
+                              "(AGENTLEDGER_BUILD_CACHE): Not a directory\n")

@@ -4,12 +4,15 @@ and leaves nothing behind."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,7 @@ from agentledger.models import BuildRequest, Run, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
 from agentledger.testrun.junit import summarize_junit
-from agentledger.testrun.layout import BUILDSPEC
+from agentledger.testrun.layout import BUILDSPEC, CACHE_PATH_ON_CODEBUILD
 from agentledger.workflow.builds import cache_key, control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
@@ -119,9 +122,15 @@ class Sandbox:
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    with sandbox_on(tmp_path / "builds", tmp_path / "cache") as box:
+        yield box
+
+
+@contextmanager
+def sandbox_on(builds: Path, cache: Path) -> Iterator[Sandbox]:
     with mock_aws():
         endpoint = LocalS3Endpoint(boto3.client("s3", region_name=REGION), LINK_CREDENTIALS, REGION).start()
-        local = LocalCodeBuild(tmp_path / "builds", tmp_path / "cache", SandboxLimits(cpu_seconds=120))
+        local = LocalCodeBuild(builds, cache, SandboxLimits(cpu_seconds=120))
         local.forward_port(urlsplit(endpoint.url).port or 0)
         project = f"agentledger-test-builds-{uuid.uuid4().hex[:12]}"
         undo = local.install(lambda name: name == project)
@@ -431,3 +440,26 @@ def test_two_runtimes_sharing_a_build_cache_install_into_it_one_at_a_time(tmp_pa
     finally:
         first.shutdown()
         second.shutdown()
+
+
+def test_a_build_cache_under_a_directory_only_root_may_enter_works_and_is_reused(tmp_path: Path) -> None:
+    """`mktemp -d` makes such a directory: the build sees the cache at the buildspec's path, wherever
+    it lies on this machine (the build's own uid could not pass through it there)."""
+    private = Path(tempfile.mkdtemp(prefix="agentledger-cache-", dir="/var/tmp"))  # outside the sandbox's own /tmp
+    try:
+        assert private.stat().st_mode & 0o777 == 0o700
+        repo = _repository(tmp_path / "repo", "python -c 'import sys; print(sys.prefix)'")
+        (repo / "requirements.txt").write_text("")
+        with sandbox_on(tmp_path / "builds", private / "cache") as box:
+            first, second = box.run(repo), box.run(repo)
+        for finished in (first, second):
+            assert finished.status == BuildStatus.SUCCEEDED, finished.log
+            assert finished.contents is not None and finished.contents.result is not None, finished.log
+            assert finished.contents.result.test is not None and finished.contents.result.test.exit_code == 0, \
+                finished.contents.output
+        assert [f.contents.result.install.cache_hit for f in (first, second) if f.contents and f.contents.result] \
+            == [False, True]
+        assert CACHE_PATH_ON_CODEBUILD in second.contents.output if second.contents else False
+        assert str(private) not in (second.contents.output if second.contents else "")
+    finally:
+        shutil.rmtree(private)
