@@ -15,7 +15,8 @@ Here:
 Whatever reaches the port may send bodies as large as it likes, as often as it likes, so what a
 request costs is bounded before it is trusted: a POST is read as it arrives, its policy and
 signature are checked from the fields before the file (S3 sends them first), a refusal is
-answered before the file is read, and the file is taken up to its policy's size and no further.
+answered before the file is read, and the file is taken up to its policy's size and no further;
+and only MAX_CONNECTIONS connections are served at once, however many arrive.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 from werkzeug.sansio.multipart import Data, Epilogue, Event, Field, File, MultipartDecoder, NeedData
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
 from agentledger.limits import MAX_UPLOAD_BYTES
@@ -61,6 +62,19 @@ STREAM_CHUNK_BYTES = 1 << 16
 # a file alike), so a copy of the endpoint's own would add to that peak, and hold it for as long as
 # the upload takes to arrive.
 FILE_IN_MEMORY_BYTES = 1 << 20
+# Connections served at once. Each holds a thread and a few chunks of its body (a signed upload, up
+# to FILE_IN_MEMORY_BYTES more), so however many arrive, no more than this many of those are held.
+# Past it the accept loop waits up to CONNECTION_WAIT_S for one to end (the kernel's listen queue
+# holds the new ones meanwhile, at no cost here) rather than refusing at once: a flood's connections
+# end as soon as they are refused and their body is dropped, and a build's upload or an artifact
+# download caught behind them should be served late rather than fail. The wait is bounded because
+# stop() waits for the accept loop, and connections may not end; one that waited that long is
+# closed unanswered, a reset the build driver and SDKs retry.
+MAX_CONNECTIONS = 16
+CONNECTION_WAIT_S = 10.0
+# A connection that sends or takes nothing for this long is dropped, so an idle one does not hold
+# one of the MAX_CONNECTIONS for good.
+CONNECTION_IDLE_S = 30.0
 # Form fields that a POST policy need not name (S3's rule): the signature is over the policy, the
 # policy cannot name itself, and `x-ignore-` fields are for the browser's use.
 UNCOVERED_FIELDS = frozenset({"policy", "x-amz-signature", "file"})
@@ -126,7 +140,7 @@ class _DeclaredBody(io.BufferedIOBase):
         with memoryview(buffer) as view:
             try:
                 read = self._input.readinto1(view[:min(len(view), self._left, STREAM_CHUNK_BYTES)])
-            except OSError:  # the connection failed: the body ends here
+            except OSError:  # reset, or idle past CONNECTION_IDLE_S: the body ends here
                 read, self._left = 0, 0
         self._left -= read
         return read
@@ -142,6 +156,7 @@ class _DeclaredBody(io.BufferedIOBase):
 
 
 class _RequestHandler(WSGIRequestHandler):
+    timeout = CONNECTION_IDLE_S
     # A read no larger than the connection's buffer gives what has arrived, where a larger one waits
     # for all of it: a chunk a read, the fields before a file are decoded as soon as they are in.
     rbufsize = STREAM_CHUNK_BYTES
@@ -160,6 +175,30 @@ class _RequestHandler(WSGIRequestHandler):
             self.rfile = connection_input
 
 
+class _BoundedServer(ThreadedWSGIServer):
+    """werkzeug's threaded server on loopback, serving at most MAX_CONNECTIONS connections at once."""
+
+    def __init__(self, port: int, application: Any) -> None:
+        self._free_slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__("127.0.0.1", port, application, handler=_RequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._free_slots.acquire(timeout=CONNECTION_WAIT_S):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started to give the slot back
+            self._free_slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._free_slots.release()
+
+
 class LocalS3Endpoint:
     def __init__(self, s3: Any, credentials: Credentials, region: str = LOCAL_REGION, port: int = 0) -> None:
         """`s3`: a client of the in-process mock; `credentials`: the one key whose signatures are
@@ -167,8 +206,7 @@ class LocalS3Endpoint:
         self._s3 = s3
         self.credentials = credentials
         self.region = region
-        self._server: BaseWSGIServer = make_server("127.0.0.1", port, self._application, threaded=True,
-                                                   request_handler=_RequestHandler)
+        self._server = _BoundedServer(port, self._application)
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-s3", daemon=True)
 
     @property

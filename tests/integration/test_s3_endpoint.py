@@ -29,6 +29,7 @@ from botocore.credentials import Credentials
 
 from agentledger.limits import MAX_UPLOAD_BYTES
 from agentledger.testrun.driver import multipart_body
+from infra.local import s3_endpoint
 from infra.local.principals import write_profiles
 from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 from tests.resident_memory import memory_mib, reset_peak
@@ -308,18 +309,21 @@ class _Form:
         yield self.tail
 
 
-def _send_post(form: _Form, parts: Iterable[bytes]) -> tuple[int, str]:
+def _start_post(form: _Form, parts: Iterable[bytes]) -> http.client.HTTPResponse:
     """Send `parts` of the form's body (all of it, or less) under its whole Content-Length; the
-    status and error code of the answer."""
+    answer, unread: its connection stays open until it is closed (the endpoint answers
+    Connection: close, so the response holds the connection)."""
     target = urlsplit(form.url)
     connection = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
-    try:
-        connection.request("POST", target.path, body=parts, headers={
-            "Content-Type": f"multipart/form-data; boundary={form.boundary}", "Content-Length": str(form.length)})
-        answer = connection.getresponse()
+    connection.request("POST", target.path, body=parts, headers={
+        "Content-Type": f"multipart/form-data; boundary={form.boundary}", "Content-Length": str(form.length)})
+    return connection.getresponse()
+
+
+def _send_post(form: _Form, parts: Iterable[bytes]) -> tuple[int, str]:
+    """The status and error code of the answer to `parts` of the form's body."""
+    with _start_post(form, parts) as answer:
         return answer.status, _error_code(answer.read())
-    finally:
-        connection.close()
 
 
 def _refusals(runtime: LocalRuntime) -> dict[str, tuple[_Form, tuple[int, str]]]:
@@ -383,3 +387,28 @@ def test_a_flood_of_large_refused_posts_leaves_memory_flat(runtime: LocalRuntime
     assert answers == [refusal for _, refusal in refusals]
     assert before is not None and peak is not None, "this measure reads Linux's /proc"
     assert peak - before < FLOOD_GROWTH_BOUND_MIB, f"the resident set grew by {peak - before:.1f} MiB"
+
+
+def test_a_connection_past_the_cap_waits_for_one_to_end(runtime: LocalRuntime, stored: tuple[str, str, bytes],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With MAX_CONNECTIONS in flight, one more is not served: it is closed unanswered once its
+    wait is over, and served as soon as one of the others ends."""
+    assert runtime.s3_endpoint is not None
+    bucket, key, data = stored
+    link = _links(runtime).generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=60)
+    unsigned = _Form(f"{runtime.s3_endpoint.url}/{bucket}", {"key": "runs/held/output.tar.gz"}, LARGE_FILE_BYTES)
+    held: list[http.client.HTTPResponse] = []
+    try:
+        for _ in range(s3_endpoint.MAX_CONNECTIONS):
+            # Answered, so surely served, then held: the endpoint reads on for the rest of the body.
+            held.append(_start_post(unsigned, [unsigned.head]))
+            assert held[-1].status == 403
+        monkeypatch.setattr(s3_endpoint, "CONNECTION_WAIT_S", 0.5)
+        with pytest.raises(ConnectionResetError):  # closed unanswered once the wait is over
+            _send(link)
+        monkeypatch.undo()
+        held.pop().close()
+        assert _send(link) == (200, data)
+    finally:
+        for answer in held:
+            answer.close()
