@@ -9,19 +9,17 @@ holds every function the local stack runs: the kernel's high-water mark is reset
 `held after` is what it left resident once it ended."""
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.resident_memory import memory_mib, reset_peak
 
 from .client import BenchClient, build_seconds, handoff_reason
 from .generated_repository import write_repository
 from .report import Table, Target, progress
 from .timeline import timeline
 
-STATUS_FILE = Path("/proc/self/status")
-CLEAR_REFS = Path("/proc/self/clear_refs")
-RESET_PEAK = "5"  # clear_refs: reset the peak resident set size to the current one
 TIMEOUT_S = 900
 
 
@@ -48,12 +46,12 @@ def measure(client: BenchClient, root: Path, sizes: tuple[int, ...]) -> list[Mea
     for files in sizes:
         repository = write_repository(root / f"orchard-{files}", files)
         progress(f"  {files} files: generated, running")
-        before = _reset_peak()
+        before = reset_peak()
         started = time.time()
         run_id = client.start(repository)
         start_s = time.time() - started
         run = client.follow(run_id, started, TIMEOUT_S)
-        peak, after = _memory_mib("VmHWM"), _memory_mib("VmRSS")
+        peak, after = memory_mib("VmHWM"), memory_mib("VmRSS")
         view = client.view(run_id)
         invocations = timeline(client.execution_history(run.execution))
         seconds = {stage: sum(invocation.seconds for invocation in invocations.invocations_of(stage))
@@ -100,20 +98,3 @@ def table(measured: list[Measured], largest: int, inspect_target_s: float) -> Ta
 
 def _above(value: float | None, base: float | None) -> float | None:
     return None if value is None or base is None else value - base
-
-
-def _reset_peak() -> float | None:
-    """The resident set now, after making it the high-water mark; None where Linux's /proc is not."""
-    try:
-        CLEAR_REFS.write_text(RESET_PEAK)
-    except OSError:
-        return None
-    return _memory_mib("VmRSS")
-
-
-def _memory_mib(field: str) -> float | None:
-    try:
-        match = re.search(rf"^{field}:\s+(\d+) kB", STATUS_FILE.read_text(), re.MULTILINE)
-    except OSError:
-        return None
-    return int(match.group(1)) / 1024 if match else None

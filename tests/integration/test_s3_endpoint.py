@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import os
 import secrets
 import stat
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -24,8 +28,11 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 
 from agentledger.buildkit.upload import multipart_body
+from agentledger.limits import MAX_UPLOAD_BYTES
+from infra.local import s3_endpoint
 from infra.local.principals import write_profiles
 from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
+from tests.resident_memory import memory_mib, reset_peak
 from tests.stack_driver import REQUESTER
 
 pytestmark = pytest.mark.integration
@@ -197,8 +204,9 @@ def _with_policy(fields: dict[str, str], policy: dict[str, Any]) -> dict[str, st
     return {**fields, "policy": base64.b64encode(json.dumps(policy).encode()).decode()}
 
 
-def test_a_post_under_the_functions_grant_is_stored(runtime: LocalRuntime) -> None:
-    data = secrets.token_bytes(300)
+@pytest.mark.parametrize("size", [300, 3 << 20], ids=["small", "larger than what is kept in memory"])
+def test_a_post_under_the_functions_grant_is_stored(runtime: LocalRuntime, size: int) -> None:
+    data = secrets.token_bytes(size)
     grant = _grant(runtime, data)
     assert _post(grant, grant["fields"], data)[0] == 204
     bucket, key = runtime.output("ArtifactBucketName"), grant["fields"]["key"]
@@ -225,6 +233,8 @@ def test_a_post_outside_its_policy_or_without_one_is_refused(runtime: LocalRunti
                                               "Extra input fields: acl"),
         "another signer's policy": ({**fields, "x-amz-signature": "0" * 64}, data, "SignatureDoesNotMatch",
                                     "does not match"),
+        "more than S3 takes before the file": ({"x-ignore-padding": "x" * (20 << 10), **fields}, data,
+                                               "MaxPostPreDataLengthExceeded", "preceding the upload file"),
     }
     for name, (form, body, code, says) in refused.items():
         status, answer = _post(grant, form, body)
@@ -261,3 +271,144 @@ def test_the_profiles_are_readable_by_their_owner_only_even_over_older_files(run
     with pytest.raises(OSError):
         write_profiles(directory, runtime.principals)
     assert not (tmp_path / "elsewhere").exists()
+
+
+# --- what a POST costs before it is trusted -----------------------------------------------------
+
+LARGE_FILE_BYTES = 100 << 20
+SENT_CHUNK = b"\0" * (1 << 20)
+
+
+@dataclass(frozen=True)
+class _Form:
+    """A browser-form POST of a file of `file_bytes` bytes, sent a part at a time."""
+
+    url: str
+    fields: dict[str, str]
+    file_bytes: int
+    boundary: str = field(default_factory=lambda: secrets.token_hex(16))
+
+    @property
+    def head(self) -> bytes:
+        """The fields and the file part's headers: all that comes before the file."""
+        return multipart_body(self.fields, b"", self.boundary).removesuffix(self.tail)
+
+    @property
+    def tail(self) -> bytes:
+        return f"\r\n--{self.boundary}--\r\n".encode()
+
+    @property
+    def length(self) -> int:
+        return len(self.head) + self.file_bytes + len(self.tail)
+
+    def parts(self) -> Iterator[bytes]:
+        """The whole body, from one chunk sent again and again: the sender holds none of the file."""
+        yield self.head
+        for offset in range(0, self.file_bytes, len(SENT_CHUNK)):
+            yield SENT_CHUNK[:self.file_bytes - offset]
+        yield self.tail
+
+
+def _start_post(form: _Form, parts: Iterable[bytes]) -> http.client.HTTPResponse:
+    """Send `parts` of the form's body (all of it, or less) under its whole Content-Length; the
+    answer, unread: its connection stays open until it is closed (the endpoint answers
+    Connection: close, so the response holds the connection)."""
+    target = urlsplit(form.url)
+    connection = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
+    connection.request("POST", target.path, body=parts, headers={
+        "Content-Type": f"multipart/form-data; boundary={form.boundary}", "Content-Length": str(form.length)})
+    return connection.getresponse()
+
+
+def _send_post(form: _Form, parts: Iterable[bytes]) -> tuple[int, str]:
+    """The status and error code of the answer to `parts` of the form's body."""
+    with _start_post(form, parts) as answer:
+        return answer.status, _error_code(answer.read())
+
+
+def _refusals(runtime: LocalRuntime) -> dict[str, tuple[_Form, tuple[int, str]]]:
+    """POSTs of a 100 MiB file that their fields alone condemn, and S3's answer to each."""
+    grant = _grant(runtime, secrets.token_bytes(300))
+    url, fields = grant["url"], grant["fields"]
+    garbage_credential = fields["x-amz-credential"].replace(FUNCTION_CREDENTIALS.access_key, GARBAGE.access_key)
+    expired = _links(runtime).generate_presigned_post(runtime.output("ArtifactBucketName"), "runs/late/output.tar.gz",
+                                                      ExpiresIn=-60)
+    return {
+        "unsigned": (_Form(url, {"key": fields["key"]}, LARGE_FILE_BYTES), (403, "AccessDenied")),
+        "another signer's policy": (_Form(url, {**fields, "x-amz-signature": "0" * 64}, LARGE_FILE_BYTES),
+                                    (403, "SignatureDoesNotMatch")),
+        "a key no one issued": (_Form(url, {**fields, "x-amz-credential": garbage_credential}, LARGE_FILE_BYTES),
+                                (403, "InvalidAccessKeyId")),
+        "an expired policy": (_Form(expired["url"], expired["fields"], LARGE_FILE_BYTES), (403, "AccessDenied")),
+    }
+
+
+def test_a_post_its_fields_condemn_is_refused_before_its_file_is_sent(runtime: LocalRuntime) -> None:
+    for name, (form, refusal) in _refusals(runtime).items():
+        assert _send_post(form, [form.head]) == refusal, name
+
+
+def test_a_post_longer_than_any_upload_is_refused_before_its_body_is_sent(runtime: LocalRuntime) -> None:
+    grant = _grant(runtime, secrets.token_bytes(300))
+    form = _Form(grant["url"], grant["fields"], MAX_UPLOAD_BYTES + (2 << 20))
+    assert _send_post(form, []) == (400, "EntityTooLarge")
+
+
+def test_a_file_past_its_range_is_refused_as_it_arrives(runtime: LocalRuntime) -> None:
+    data = secrets.token_bytes(300)
+    grant = _grant(runtime, data)
+    form = _Form(grant["url"], grant["fields"], LARGE_FILE_BYTES)
+    # More than a byte past: the endpoint takes a part's last bytes only once it sees they do not
+    # begin the boundary that would end it.
+    assert _send_post(form, [form.head, data + b"!" * 1024]) == (400, "EntityTooLarge")
+    assert not _exists(runtime, runtime.output("ArtifactBucketName"), grant["fields"]["key"])
+
+
+# What the endpoint may hold while refusing four 100 MiB POSTs at once: a chunk of each, a thread each.
+FLOOD_GROWTH_BOUND_MIB = 16
+
+
+def test_a_flood_of_large_refused_posts_leaves_memory_flat(runtime: LocalRuntime) -> None:
+    """The endpoint runs in this process, as it runs in `serve`'s: the POSTs are sent whole, at
+    once, and each gets its refusal, while the resident set stays within a bound."""
+    refusals = list(_refusals(runtime).values())
+    answers: list[tuple[int, str] | None] = [None] * len(refusals)
+
+    def send(index: int, form: _Form) -> None:
+        answers[index] = _send_post(form, form.parts())
+
+    before = reset_peak()
+    senders = [threading.Thread(target=send, args=(index, form)) for index, (form, _) in enumerate(refusals)]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
+    peak = memory_mib("VmHWM")
+    assert answers == [refusal for _, refusal in refusals]
+    assert before is not None and peak is not None, "this measure reads Linux's /proc"
+    assert peak - before < FLOOD_GROWTH_BOUND_MIB, f"the resident set grew by {peak - before:.1f} MiB"
+
+
+def test_a_connection_past_the_cap_waits_for_one_to_end(runtime: LocalRuntime, stored: tuple[str, str, bytes],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With MAX_CONNECTIONS in flight, one more is not served: it is closed unanswered once its
+    wait is over, and served as soon as one of the others ends."""
+    assert runtime.s3_endpoint is not None
+    bucket, key, data = stored
+    link = _links(runtime).generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=60)
+    unsigned = _Form(f"{runtime.s3_endpoint.url}/{bucket}", {"key": "runs/held/output.tar.gz"}, LARGE_FILE_BYTES)
+    held: list[http.client.HTTPResponse] = []
+    try:
+        for _ in range(s3_endpoint.MAX_CONNECTIONS):
+            # Answered, so surely served, then held: the endpoint reads on for the rest of the body.
+            held.append(_start_post(unsigned, [unsigned.head]))
+            assert held[-1].status == 403
+        monkeypatch.setattr(s3_endpoint, "CONNECTION_WAIT_S", 0.5)
+        with pytest.raises(ConnectionResetError):  # closed unanswered once the wait is over
+            _send(link)
+        monkeypatch.undo()
+        held.pop().close()
+        assert _send(link) == (200, data)
+    finally:
+        for answer in held:
+            answer.close()
