@@ -18,3 +18,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(TESTS_DIR) and (kind := item.path.relative_to(TESTS_DIR).parts[0]) in KINDS:
             item.add_marker(kind)
+
+
+@pytest.fixture
+def profiles_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The credentials directory a user named for `serve`'s profiles, and no other AWS settings
+    that could sign a request."""
+    for variable in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AGENTLEDGER_LOCAL_CREDENTIALS_DIR", str(tmp_path))
+    return tmp_path

@@ -1,6 +1,7 @@
 """The REST API (API Gateway proxy → Powertools resolver with validation and OpenAPI)."""
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -53,7 +54,23 @@ from .wiring import lambda_handler, logger, service
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 IDEMPOTENCY_WINDOW_S = 24 * 3600
 
-app = APIGatewayRestResolver(enable_validation=True)
+# No value of this API is a number this long; the interpreter's own refusal of a longer one would
+# name its internals (sys.set_int_max_str_digits) to the caller.
+MAX_NUMBER_DIGITS = 100
+
+
+def _bounded_integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"a number in the body has more than {MAX_NUMBER_DIGITS} digits; no value of this API has")
+    return int(text)
+
+
+def _body(text: str) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(text, parse_int=_bounded_integer)
+    return parsed
+
+
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_body)
 app.configure_openapi(title="agentledger", version="1.0.0",
                       summary="Restartable, inspectable runs of an engineering agent")
 

@@ -85,6 +85,7 @@ from .sandbox import (
     interpreter_mounts,
     sandbox_path,
     sandbox_problem,
+    without_paths,
 )
 from .seccomp import build_filter
 
@@ -600,11 +601,6 @@ def _identity_files(code_uid: int) -> tuple[tuple[str, bytes], ...]:
         host = Path(path).read_bytes() if Path(path).is_file() else b""
         files.append((path, host.rstrip(b"\n") + b"\n" + line.encode()))
     return tuple(files)
-
-
-def without_paths(message: str) -> str:
-    """A sandbox's error as a build's record may tell it: this machine's paths left out."""
-    return re.sub(r"(?<![\w.])/[^\s:'\"]+", "<path>", message)
 
 
 def build_cache_problem(cache_dir: Path) -> str | None:

@@ -1,11 +1,15 @@
-"""A hostile repository through `agentledger serve` (issue 22): its test tries what code under
-test should never manage (read serve's profiles and other processes' environments, reach the
-API, the S3 endpoint and another loopback port, write outside its build directory and into the
-dependency cache that later repositories use, fill the disk, leave a daemon behind after killing
-the driver, forge a passing result in a build that fails) and reports each attempt in the output
-the build uploads. The first build to run its code is the execute stage's, which writes the tests. Each
-attempt fails; where it can be, that is checked from outside the build too. And a plain
-repository still installs a dependency from the package index and passes in the sandbox."""
+"""A hostile repository through `agentledger serve` (issues 22 and 32): its test tries what code under
+test should never manage, and reports each attempt in the output the build uploads:
+- read serve's profiles and other processes' environments; reach the API, the S3 endpoint and
+  another loopback port; write outside its build directory; fill the disk;
+- poison what later repositories' builds run: the cached venvs, agentledger's own tools, a forged
+  cache entry for a repository yet to come, a `pip` of its own at the repository's top;
+- change agentledger's kit in the build, kill it, forge what it reports, leave a daemon behind;
+- become root of a user namespace of its own.
+The first build to run its code is the execute stage's, which writes the tests. Each attempt fails;
+where it can be, that is checked from outside the build too, and a clean repository run afterwards
+carries none of its marks. And a plain repository still installs a dependency from the package
+index and passes in the sandbox."""
 from __future__ import annotations
 
 import json
@@ -20,8 +24,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agentledger.testrun.config import PYTEST_COMMAND
 from infra.local.profiles import instance_profiles_dir
 from infra.local.runtime import default_build_cache
+from tests.resident_memory import memory_mib, reset_peak
 
 from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli
 
@@ -30,7 +36,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 Cli = Callable[..., CliResult]
 ATTEMPTS = ("read_profiles", "read_environ", "connect_api", "use_s3_endpoint", "connect_other_port",
             "write_outside", "poison_cache", "poison_tools", "forge_cache_entry", "rewrite_kit", "new_user_namespace",
-            "fill_disk", "forge_result")
+            "flood_s3_endpoint", "fill_disk", "forge_result", "kill_kit")
+FLOOD_POSTS, FLOOD_MIB = 4, 100
+# What serve's resident memory may grow by while a hostile run floods its S3 endpoint (four 100 MiB
+# posts at once cost it 739 MiB when the endpoint read a body before checking it).
+SERVE_GROWTH_BOUND_MIB = 256
 # What the attacker's code prints or plants wherever it runs: a later repository's outputs must never carry it.
 MARKERS = ("POISONED", "HOSTILE-PIP-RAN", "HOSTILE")
 # The cache as every build sees it (the buildspec's path), wherever serve keeps it.
@@ -64,7 +74,7 @@ REPORT = []
 def report(attempt, escaped, detail):
     line = f"HOSTILE {attempt} {'ESCAPED' if escaped else 'blocked'} {detail}"
     REPORT.append(line)
-    print(line, flush=True)
+    print(f"\n{line}", flush=True)  # on a line of its own, after pytest's progress dots
 
 
 def read_profiles():
@@ -204,6 +214,41 @@ def new_user_namespace():
     report("new_user_namespace", any(code == 0 for code, _ in attempts.values()), f"{attempts}")
 
 
+def flood_s3_endpoint():
+    """The one port of the host a build reaches, sent large unsigned posts at once, each streamed
+    to its end unless the endpoint refuses it first."""
+    import http.client, threading
+    answers = []
+
+    def post():
+        boundary = "hostile"
+        head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nruns/x\r\n"
+                f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n").encode()
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", SETTINGS["s3_port"], timeout=60)
+            connection.putrequest("POST", "/agentledger-artifacts")
+            connection.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+            connection.putheader("Content-Length", str(len(head) + (SETTINGS["flood_mib"] << 20)))
+            connection.endheaders()
+            connection.send(head)
+            chunk = b"\0" * (1 << 20)
+            try:
+                for _ in range(SETTINGS["flood_mib"]):
+                    connection.send(chunk)
+            except OSError:
+                pass  # refused before it was all sent
+            answers.append(connection.getresponse().status)
+        except OSError as error:
+            answers.append(repr(error))
+
+    threads = [threading.Thread(target=post) for _ in range(SETTINGS["flood_posts"])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report("flood_s3_endpoint", any(isinstance(a, int) and a < 300 for a in answers), f"answers={answers}")
+
+
 def fill_disk():
     written, chunk, files, failure = 0, b"x" * (64 << 20), [], None
     try:
@@ -221,7 +266,42 @@ def fill_disk():
     report("fill_disk", written > SETTINGS["disk_bytes"], f"written={written} stopped_by={failure}")
 
 
+def forge_results():
+    """A passing result.json, a generation result that keeps this file, and JUnit XML claiming five
+    passed tests, where the tests are told to write their reports."""
+    (RESULTS / "junit").mkdir(parents=True, exist_ok=True)
+    (RESULTS / "junit" / "forged.xml").write_text(
+        '<testsuite name="forged" tests="5" failures="0" errors="0" skipped="0">'
+        + "".join(f'<testcase classname="forged" name="t{n}"/>' for n in range(5)) + "</testsuite>")
+    (RESULTS / "generation.json").write_text(json.dumps({"candidates": [], "kept": ["tests/test_hostile.py"]}))
+    (RESULTS / "result.json").write_text(json.dumps({
+        "install": {"commands": 1, "exit_code": 0, "duration_s": 1.0, "timed_out": False, "cache_hit": True},
+        "test": {"command": "forged", "exit_code": 0, "duration_s": 1.0, "timed_out": False},
+        "junit_files": ["forged.xml"]}))
+    # Whether any of it is believed is the run's to show, from outside.
+    report("forge_result", False, f"cwd={Path.cwd().parent}")
+
+
+def kill_kit():
+    """agentledger's kit, which runs this test and writes what the build reports."""
+    killed, refused = [], []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"\0-I\0agentledger\0" in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(entry.name)
+        except PermissionError:
+            refused.append(entry.name)
+        except OSError:
+            pass
+    report("kill_kit", bool(killed), f"killed={killed} refused={refused}")
+
+
 def test_hostile():
+    attempted = Path(__file__).parent / ".attempted"
+    if attempted.exists():
+        return  # once a build: the test writer's filters run this suite again and again
+    attempted.write_text("")
     read_profiles()
     read_environ()
     connect("connect_api", SETTINGS["api_port"])
@@ -233,31 +313,15 @@ def test_hostile():
     forge_cache_entry()
     rewrite_kit()
     new_user_namespace()
+    flood_s3_endpoint()
     fill_disk()
-    # A daemon of its own session, to approve the run with whatever was stolen once the driver is gone.
+    # A daemon of its own session, to approve the run with whatever was stolen, long after this test.
     subprocess.Popen([sys.executable, str(Path(__file__).parent / "daemon.py"), SETTINGS["token"]],
                      start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
-    # A forged pass, and the report, where the upload takes them; then the driver dies, so the
-    # build fails and nothing of the driver's replaces them.
-    report("forge_result", False, f"cwd={Path.cwd().parent} (whether it passed is verify's to say)")
-    (RESULTS / "junit").mkdir(parents=True, exist_ok=True)
-    (RESULTS / "junit" / "forged.xml").write_text(
-        '<testsuite name="forged" tests="5" failures="0" errors="0" skipped="0">'
-        + "".join(f'<testcase classname="forged" name="t{n}"/>' for n in range(5)) + "</testsuite>")
-    (RESULTS / "generation.json").write_text(json.dumps({"candidates": [], "kept": ["tests/test_hostile.py"]}))
-    (RESULTS / "result.json").write_text(json.dumps({
-        "install": {"commands": 1, "exit_code": 0, "duration_s": 1.0, "timed_out": False, "cache_hit": True},
-        "test": {"command": "pytest", "exit_code": 0, "duration_s": 1.0, "timed_out": False},
-        "junit_files": ["forged.xml"]}))
-    (RESULTS / "output.txt").write_text("\n".join(REPORT) + "\n")
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and b"driver.py" in (entry / "cmdline").read_bytes():
-                os.kill(int(entry.name), signal.SIGKILL)
-        except OSError:
-            pass
-    time.sleep(30)  # the daemon's time: the build must end it all the same
+    forge_results()
+    kill_kit()
+    time.sleep(1)  # the daemon's start: the kit must end it all the same
 '''
 
 # The daemon: for a minute, tries to reach the API and approve with whatever the profiles gave.
@@ -317,6 +381,8 @@ def _hostile_repository(root: Path, settings: dict[str, Any]) -> Path:
     (root / "pip" / "__init__.py").write_text(SHADOW_PIP)
     (root / "pip" / "__main__.py").write_text(SHADOW_PIP)
     (root / "hostile.py").write_text(HOSTILE_MODULE)
+    # Its reports go to the build's output as they are made, not into pytest's capture.
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -s\n")
     (root / "tests" / "test_hostile.py").write_text(HOSTILE_TEST)
     (root / "tests" / "hostile.json").write_text(json.dumps(settings))
     (root / "tests" / "daemon.py").write_text(DAEMON)
@@ -330,6 +396,21 @@ def _attempts(output: str) -> dict[str, tuple[str, str]]:
             _, attempt, verdict, detail = line.split(" ", 3)
             found[attempt] = (verdict, detail)
     return found
+
+
+def _serve_pid(api_url: str) -> int:
+    """The `serve` process behind the API, by its command line."""
+    port = api_url.rsplit(":", 1)[1].encode()
+    [pid] = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
+             and b"\0serve\0--port\0" + port + b"\0" in _cmdline(entry)]
+    return pid
+
+
+def _cmdline(process: Path) -> bytes:
+    try:
+        return (process / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _processes_left(token: str, build_dir: str) -> list[str]:
@@ -349,7 +430,7 @@ def _processes_left(token: str, build_dir: str) -> list[str]:
     return left
 
 
-def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believed(
+def test_a_hostile_repository_escapes_nothing_and_what_it_forges_is_not_what_the_run_shows(
         cli: Cli, api_url: str, tmp_path: Path, repository: Path, other_port: tuple[int, list[str]]) -> None:
     port, reached = other_port
     token = f"agentledger-hostile-{uuid.uuid4().hex}"
@@ -358,11 +439,14 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     s3_port = urlsplit(earlier["artifacts"][0]["url"]).port
     profiles = instance_profiles_dir(api_url, PROFILES_DIR)
     settings = {"profiles": str(profiles), "api_port": int(api_url.rsplit(":", 1)[1]), "s3_port": s3_port,
-                "cache": SHARED_CACHE,
+                "cache": SHARED_CACHE, "flood_posts": FLOOD_POSTS, "flood_mib": FLOOD_MIB,
                 "other_port": port, "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
     hostile = _hostile_repository(tmp_path / "hostile", settings)
 
+    serve = _serve_pid(api_url)
+    resident_before = reset_peak(serve)
     finished = cli("run", str(hostile), "--wait")
+    peak = memory_mib("VmHWM", serve)
     document = json.loads(finished.stdout)
     run_id = document["run"]["run_id"]
     # The first build that runs the repository's code is the execute stage's, which writes tests.
@@ -380,6 +464,8 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert len(visible) < 20, visible  # its own namespace's processes, not this machine's
 
     # Checked from outside the build as well.
+    assert resident_before is not None and peak is not None
+    assert peak - resident_before < SERVE_GROWTH_BOUND_MIB, (resident_before, peak)
     assert reached == []
     assert not outside.exists() and not (profiles / "planted").exists()
     planted = [str(path) for path in default_build_cache().rglob("agentledger_hostile.pth")]
@@ -389,12 +475,15 @@ def test_a_hostile_repository_escapes_nothing_and_its_forged_pass_is_not_believe
     assert build_dir.startswith(f"{BUILDS_ROOT}/build-"), build_dir
     assert _processes_left(token, build_dir) == []
 
-    # The forged results are not believed: the build failed, so the run went to a person before
-    # verify, and nothing approved it.
+    # The kit survived and wrote what the build reports: the forged results are not what the run
+    # shows, and nothing approved it.
+    assert document["run"]["status"] == "awaiting_review", document
+    generation = json.loads(cli("artifact", run_id, "generation.json").stdout)
+    kept = {candidate["test_path"] for candidate in generation["candidates"] if candidate["dropped_by"] is None}
+    assert kept == {"tests/test_hostile_generated.py"}, generation  # the kit's, not the forged one
+    command = json.loads(cli("artifact", run_id, "command.json").stdout)
+    assert command["command"] == PYTEST_COMMAND and command["exit_code"] == 0, command
     shown = cli("show", run_id).json()
-    execute = shown["stages"]["execute"]
-    assert execute["status"] == "failed" and execute["error"].startswith("the generation build failed"), execute
-    assert "verify" not in shown["stages"] and shown["run"]["status"] == "needs_person"
     assert not (shown.get("review") or {}).get("decision")
     assert [d for d in shown["decisions"] if "approve" in json.dumps(d)] == []
 

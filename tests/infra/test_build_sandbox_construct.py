@@ -13,9 +13,10 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from agentledger.artifacts import artifact_key
+from agentledger.buildkit.layout import TOOLS_DIR, VENVS_DIR
 from agentledger.models import Stage
 from agentledger.states import BUILD_STAGES
-from agentledger.testrun.layout import BUILDSPEC, build_timeout_minutes
+from agentledger.testrun.layout import BUILDSPEC, CACHE_PATH_ON_CODEBUILD, KIT_COMMAND, build_timeout_minutes
 from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS
 from infra.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
 from infra.constructs.functions import TEST_BUILD_ACTIONS
@@ -73,6 +74,23 @@ def test_the_project_runs_the_layouts_buildspec_without_source_artifacts_or_priv
     assert properties["Cache"] == {"Type": "LOCAL", "Modes": ["LOCAL_CUSTOM_CACHE"]}
     assert properties["TimeoutInMinutes"] == build_timeout_minutes(DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS)
     assert "VpcConfig" not in properties  # the default: isolatedTestBuilds is off
+
+
+def test_the_build_hosts_cache_keeps_only_what_no_repositorys_code_writes_for_another(template: Template) -> None:
+    """CodeBuild's local cache is the project's, so every repository's builds on a host share it. It
+    keeps the venvs (an entry per repository, named by the stage, root's once filled) and the kit's
+    own tools (filled before any repository command runs), never the downloads a build's code wrote;
+    and every command of agentledger's runs the kit isolated from the repository (`-I`), as root,
+    while the repository's commands run as another uid (buildkit/processes.py)."""
+    _, project = _only(template.find_resources("AWS::CodeBuild::Project"))
+    buildspec = json.loads(project["Properties"]["Source"]["BuildSpec"])
+    assert buildspec["cache"]["paths"] == [f"{CACHE_PATH_ON_CODEBUILD}/{VENVS_DIR}/**/*",
+                                           f"{CACHE_PATH_ON_CODEBUILD}/{TOOLS_DIR}/**/*"]
+    commands = [command for phase in buildspec["phases"].values() for command in phase["commands"]]
+    assert [command for command in commands if "python" in command] == [
+        f"{KIT_COMMAND} {name}" for name in ("prepare", "install", "test", "upload")]
+    assert "run-as" not in buildspec  # root, so that the kit may run the repository's commands as another uid
+    assert project["Properties"]["Environment"]["PrivilegedMode"] is False  # Docker's default seccomp profile holds
 
 
 def test_builds_log_to_their_own_group_kept_one_month(template: Template) -> None:

@@ -86,3 +86,22 @@ def test_a_forged_cursor_is_refused_and_an_issued_one_pages_on(runtime, tmp_path
     replayed = runtime.call_api("GET", "/runs", query={"limit": "1", "cursor": first["next_cursor"],
                                                        "status": "complete"}, caller=REQUESTER)
     assert replayed.status == 400 and "for this query" in replayed.json()["message"], replayed.body
+
+
+@pytest.mark.parametrize("body", [
+    '{"repository": "/tmp", "request": "x", "limit": ' + "9" * 5000 + "}",
+    '{"repository": "/tmp", "request": ' + "1" * 5000 + "}",
+])
+def test_a_number_too_long_for_any_value_is_a_400_that_names_no_interpreter_internal(runtime, body):
+    response = runtime.call_api("POST", "/runs", raw_body=body, caller=REQUESTER)
+    assert response.status == 400, response.body
+    message = response.json()["message"]
+    assert "digits" in message and "set_int_max_str_digits" not in message and "integer string" not in message
+
+
+def test_a_local_path_outside_the_roots_is_refused_without_naming_the_roots(runtime, tmp_path):
+    response = runtime.call_api("POST", "/runs", body={"repository": "/etc", "request": "x"}, caller=REQUESTER)
+    assert response.status in (400, 422), response.body
+    message = response.json()["message"]
+    assert "outside the directories this server reads" in message
+    assert not [root for root in runtime.repository_roots if str(root) in message], message

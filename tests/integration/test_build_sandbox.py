@@ -463,3 +463,34 @@ def test_a_build_cache_under_a_directory_only_root_may_enter_works_and_is_reused
         assert str(private) not in (second.contents.output if second.contents else "")
     finally:
         shutil.rmtree(private)
+
+
+def test_a_projects_version_file_written_by_its_build_backend_is_there_in_every_build(sandbox: Sandbox,
+                                                                                     tmp_path: Path) -> None:
+    """As humanize's is: hatch-vcs writes it at install time from the sdist's metadata (there is no
+    git history in a build), and the tree does not hold it. The first build installs into the cache;
+    the second finds its dependencies there and still installs the project from its tree."""
+    repo = tmp_path / "stamped"
+    (repo / "src" / "stamped").mkdir(parents=True)
+    (repo / "src" / "stamped" / "__init__.py").write_text("from ._version import __version__\n")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_version.py").write_text(
+        "import importlib.metadata\nimport stamped\n\n\ndef test_the_version_is_the_projects():\n"
+        "    assert stamped.__version__ == importlib.metadata.version('stamped') == '4.2.0'\n")
+    (repo / ".gitignore").write_text("src/stamped/_version.py\n")
+    (repo / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: stamped\nVersion: 4.2.0\n")
+    (repo / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling==1.27.0", "hatch-vcs==0.5.0"]\nbuild-backend = "hatchling.build"\n\n'
+        '[project]\nname = "stamped"\ndynamic = ["version"]\n\n[tool.hatch.version]\nsource = "vcs"\n\n'
+        '[tool.hatch.build.hooks.vcs]\nversion-file = "src/stamped/_version.py"\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["src/stamped"]\n')
+    assert not (repo / "src" / "stamped" / "_version.py").exists()
+
+    first, second = sandbox.run(repo, timeout_s=600), sandbox.run(repo, timeout_s=600)
+    for finished in (first, second):
+        assert finished.contents is not None and finished.contents.result is not None, finished.log
+        suite = finished.contents.result.test
+        assert suite is not None and suite.exit_code == 0, finished.contents.output[-4000:]
+    assert [f.contents.result.install.cache_hit for f in (first, second) if f.contents and f.contents.result] \
+        == [False, True]
+    assert "installing the project from its tree" in second.contents.output if second.contents else False

@@ -15,16 +15,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The credentials directory a user named, and no other AWS settings that could sign."""
-    for variable in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
-                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("AGENTLEDGER_LOCAL_CREDENTIALS_DIR", str(tmp_path))
-    return tmp_path
-
-
-@pytest.fixture
 def port_with_nothing_listening() -> Iterator[int]:
     with socket.socket() as bound:  # bound but not listening: a connection is refused
         bound.bind(("127.0.0.1", 0))
@@ -40,7 +30,7 @@ def port_with_something_listening() -> Iterator[int]:
 
 
 def test_the_cli_against_a_port_where_nothing_serves_says_to_start_serve(
-        base: Path, port_with_nothing_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
+        profiles_base: Path, port_with_nothing_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{port_with_nothing_listening}"
     assert main(["runs", "--api", url]) == 1
     assert capsys.readouterr().err == (f"agentledger: cannot reach the agentledger API at {url}; "
@@ -48,7 +38,7 @@ def test_the_cli_against_a_port_where_nothing_serves_says_to_start_serve(
 
 
 def test_the_cli_against_a_serve_whose_profiles_are_elsewhere_says_where_it_looked(
-        base: Path, port_with_something_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
+        profiles_base: Path, port_with_something_listening: int, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{port_with_something_listening}"
     assert main(["runs", "--api", url]) == 1
     assert capsys.readouterr().err == (f"agentledger: no profiles for {url} in {instance_profiles_dir(url)}: "

@@ -13,16 +13,6 @@ from infra.local.profiles import instance_profiles_dir, local_credentials_dir
 DUTIES = ("requester", "reviewer")
 
 
-@pytest.fixture
-def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The credentials directory a user named, and no other AWS settings that could sign."""
-    for variable in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
-                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("AGENTLEDGER_LOCAL_CREDENTIALS_DIR", str(tmp_path))
-    return tmp_path
-
-
 def serve_wrote(port: int) -> None:
     """The profiles a `serve` on `port` writes: one per duty, the requester also `default`; each
     key names its instance and duty."""
@@ -48,14 +38,14 @@ def signed_with(api_url: str, profile: str | None = None) -> str:
     return headers["Authorization"].split("Credential=")[1].split("/")[0]
 
 
-def test_the_profiles_are_kept_per_port_under_the_credentials_directory(base: Path) -> None:
-    assert local_credentials_dir() == base
-    assert instance_profiles_dir("http://127.0.0.1:8787") == base / "127.0.0.1-8787"
-    assert instance_profiles_dir("http://127.0.0.1:8788") == base / "127.0.0.1-8788"
+def test_the_profiles_are_kept_per_port_under_the_credentials_directory(profiles_base: Path) -> None:
+    assert local_credentials_dir() == profiles_base
+    assert instance_profiles_dir("http://127.0.0.1:8787") == profiles_base / "127.0.0.1-8787"
+    assert instance_profiles_dir("http://127.0.0.1:8788") == profiles_base / "127.0.0.1-8788"
 
 
 @pytest.mark.parametrize("api_url", ["http://localhost:8787/", "http://[::1]:8787", "http://127.0.0.1:8787/v1"])
-def test_every_name_for_the_same_port_finds_the_same_serve(base: Path, api_url: str) -> None:
+def test_every_name_for_the_same_port_finds_the_same_serve(profiles_base: Path, api_url: str) -> None:
     assert instance_profiles_dir(api_url) == instance_profiles_dir("http://127.0.0.1:8787")
 
 
@@ -65,7 +55,7 @@ def test_without_a_configured_directory_the_profiles_live_in_the_home_directory(
     assert instance_profiles_dir("http://127.0.0.1:8787") == Path.home() / ".agentledger" / "local" / "127.0.0.1-8787"
 
 
-def test_the_cli_signs_for_each_api_with_the_keys_of_the_serve_on_its_port(base: Path) -> None:
+def test_the_cli_signs_for_each_api_with_the_keys_of_the_serve_on_its_port(profiles_base: Path) -> None:
     serve_wrote(8787)
     serve_wrote(8788)
     assert signed_with("http://127.0.0.1:8787") == key_id(8787, "requester")
@@ -73,7 +63,7 @@ def test_the_cli_signs_for_each_api_with_the_keys_of_the_serve_on_its_port(base:
     assert signed_with("http://localhost:8788", "agentledger-reviewer") == key_id(8788, "reviewer")
 
 
-def test_a_loopback_api_no_serve_wrote_profiles_for_is_refused_naming_where_they_would_be(base: Path) -> None:
+def test_a_loopback_api_no_serve_wrote_profiles_for_is_refused_naming_where_they_would_be(profiles_base: Path) -> None:
     serve_wrote(8787)
     with pytest.raises(SigningError, match=r"no profiles for http://127\.0\.0\.1:8788 in .*127\.0\.0\.1-8788"):
         request_signer("http://127.0.0.1:8788", None)

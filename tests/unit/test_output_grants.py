@@ -13,7 +13,12 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
-from agentledger.buildkit.layout import INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
+from agentledger.buildkit.layout import (
+    CACHE_KEY_VARIABLE,
+    INPUT_URL_VARIABLE,
+    OUTPUT_GRANT_VARIABLE,
+    TEST_RUN_VARIABLE,
+)
 from agentledger.models import BuildRequest
 from agentledger.states import BuildStatus
 
@@ -120,3 +125,30 @@ def test_a_parameter_outside_the_path_is_never_deleted(clients: Clients) -> None
     clients.codebuild_stub.add_response("batch_get_builds", clients.build("SUCCEEDED", "/someone/else"),
                                         {"ids": [BUILD_ID]})
     assert clients.builds.status(BUILD_ID) == BuildStatus.SUCCEEDED
+
+
+def test_the_cache_key_goes_to_the_build_as_a_plain_variable_only_when_there_is_one(clients: Clients) -> None:
+    started: list[dict[str, Any]] = []
+    clients.codebuild.meta.events.register("provide-client-params.codebuild.StartBuild",
+                                           lambda params, **_: started.append(params))
+    for request in (REQUEST, REQUEST.model_copy(update={"cache_key": "c" * 64})):
+        clients.expect_put()
+        clients.codebuild_stub.add_response("start_build", {"build": {"id": BUILD_ID}}, ANY_START)
+        clients.builds.start(request)
+    without, keyed = ({v["name"]: v for v in params["environmentVariablesOverride"]} for params in started)
+    assert CACHE_KEY_VARIABLE not in without
+    assert keyed[CACHE_KEY_VARIABLE] == {"name": CACHE_KEY_VARIABLE, "value": "c" * 64, "type": "PLAINTEXT"}
+
+
+def test_a_failed_build_says_which_phase_failed_and_why_as_codebuild_recorded_it(clients: Clients) -> None:
+    answer = clients.build("FAILED", f"{PATH}/grant")
+    answer["builds"][0]["phases"] = [
+        {"phaseType": "SUBMITTED", "phaseStatus": "SUCCEEDED"},
+        {"phaseType": "INSTALL", "phaseStatus": "SUCCEEDED", "contexts": [{"statusCode": "", "message": ""}]},
+        {"phaseType": "PRE_BUILD", "phaseStatus": "FAILED", "contexts": [{
+            "statusCode": "COMMAND_EXECUTION_ERROR",
+            "message": "Error while executing command: python3 -I agentledger install. Reason: exit status 1"}]},
+        {"phaseType": "FINALIZING", "phaseStatus": "SUCCEEDED"}]
+    clients.codebuild_stub.add_response("batch_get_builds", answer, {"ids": [BUILD_ID]})
+    assert clients.builds.failure(BUILD_ID) == (
+        "PRE_BUILD phase: Error while executing command: python3 -I agentledger install. Reason: exit status 1")

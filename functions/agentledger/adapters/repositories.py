@@ -78,9 +78,9 @@ class SourceResolver:
             raise RepositoryNotAllowedError(f"local repository {repository!r} must be an absolute path")
         resolved = Path(repository).resolve()  # symlinks followed: a link cannot lead outside
         if not any(resolved.is_relative_to(root) for root in self._local_roots):
-            allowed = ", ".join(str(root) for root in self._local_roots)
+            # Which directories those are is not the caller's to learn: they are this machine's.
             raise RepositoryNotAllowedError(
-                f"local repository {repository} {OUTSIDE_ROOTS} ({allowed}); `agentledger run` uploads it "
+                f"local repository {repository} {OUTSIDE_ROOTS}; `agentledger run` uploads it "
                 "instead, or start `agentledger serve --allow-root DIR` to read it in place")
 
     def _snapshot_tarball(self, url: str) -> SourceSnapshot:
