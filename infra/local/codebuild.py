@@ -552,7 +552,8 @@ class _Sandboxed(_Place):
         if phase != INSTALL_PHASE or not CACHE_KEY.fullmatch(key):
             yield mounts
             return
-        name = entry_name(key, sys.version)  # the interpreter the sandbox runs (sandbox_path puts it first)
+        # The interpreter the sandbox runs (sandbox_path puts it first), where the build sees the cache.
+        name = entry_name(key, sys.version, cache)
         with self.runner._install_lock(name):
             entry = self.venvs / name
             if (entry / INSTALLED_MARKER).exists():

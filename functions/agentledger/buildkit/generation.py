@@ -775,9 +775,9 @@ def generation_for(request: Request) -> type[Generation]:
 # --- the tools -----------------------------------------------------------------------------------
 
 def tools_root() -> Path:
-    """Where agentledger's own tools are cached: named by their pins and the interpreter, never by
-    anything of the repository's."""
-    pins = json.dumps([PYNGUIN_REQUIREMENT, COVERAGE_REQUIREMENT, list(sys.version_info[:2])])
+    """Where agentledger's own tools are cached: named by their pins, the interpreter and the place
+    (a virtualenv works only where it was made), never by anything of the repository's."""
+    pins = json.dumps([PYNGUIN_REQUIREMENT, COVERAGE_REQUIREMENT, list(sys.version_info[:2]), str(cache_root())])
     return cache_root() / TOOLS_DIR / hashlib.sha256(pins.encode()).hexdigest()[:24]
 
 

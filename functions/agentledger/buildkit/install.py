@@ -26,10 +26,12 @@ CACHE_KEY = re.compile(r"[0-9a-f]{64}")
 PIP_QUIET = ["--no-input", "--disable-pip-version-check"]
 
 
-def entry_name(cache_key: str, interpreter_version: str) -> str:
-    """The cache entry of this key made with this interpreter: what the local build host mounts
-    writable for a miss, and what the kit installs into."""
-    return hashlib.sha256(f"{cache_key}\n{interpreter_version}".encode()).hexdigest()[:ENTRY_NAME_LENGTH]
+def entry_name(cache_key: str, interpreter_version: str, cache: Path) -> str:
+    """The cache entry of this key made with this interpreter at this place (a virtualenv works
+    only where it was made): what the local build host mounts writable for a miss, and what the
+    kit installs into."""
+    made = f"{cache_key}\n{interpreter_version}\n{cache}"
+    return hashlib.sha256(made.encode()).hexdigest()[:ENTRY_NAME_LENGTH]
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ def install(workspace: Workspace) -> InstallResult:
         commands, outcome = run_install_commands(workspace, workspace.environment)
         result = install_result(commands, outcome, started, cache_hit=None, venv=None)
     elif CACHE_KEY.fullmatch(key):
-        result = install_into_cached_venv(workspace, cache_root() / VENVS_DIR / entry_name(key, interpreter()))
+        cache = cache_root()
+        result = install_into_cached_venv(workspace, cache / VENVS_DIR / entry_name(key, interpreter(), cache))
     else:
         say("no cache key: installing into a virtualenv of this build's own")
         result = install_into_new_venv(workspace, workspace.scratch / "venv", started)

@@ -235,7 +235,7 @@ def test_a_cache_entry_is_named_by_the_orchestrators_key_filled_once_and_then_ro
     first = build_dir(builds, "first", virtualenv=True, install=["touch $VIRTUAL_ENV/installed-once"])
     assert run_kit(first, AGENTLEDGER_CACHE=str(cache), AGENTLEDGER_CACHE_KEY=key).returncode == 0
     assert result(first)["install"]["cache_hit"] is False
-    entry = cache / layout.VENVS_DIR / entry_name(key, sys.version)
+    entry = cache / layout.VENVS_DIR / entry_name(key, sys.version, cache)
     assert (entry / "installed-once").exists() and (entry / layout.INSTALLED_MARKER).exists()
     owners = {path.stat().st_uid for path in [entry, *entry.rglob("*")] if not path.is_symlink()}
     assert owners == {0}  # no later build's code can change it
@@ -305,3 +305,16 @@ def test_the_project_is_installed_from_its_tree_in_every_build_even_when_its_dep
         assert finished.returncode == 0, finished.stderr
         assert result(root)["install"]["cache_hit"] is cached, output(root)
         assert f"STAMPED {version} {version}" in output(root), output(root)
+
+
+def test_a_venv_made_where_the_cache_lay_before_is_not_reused_where_it_lies_now(builds: Path) -> None:
+    """A virtualenv runs only where it was made (its scripts name its interpreter by path): a cache
+    moved, or seen at another path by an older release's builds, is installed again."""
+    key = "d" * 64
+    first = build_dir(builds, "first", virtualenv=True, install=["true"])
+    assert run_kit(first, AGENTLEDGER_CACHE=str(builds / "before"), AGENTLEDGER_CACHE_KEY=key).returncode == 0
+    shutil.copytree(builds / "before", builds / "now", symlinks=True)
+    second = build_dir(builds, "second", virtualenv=True, install=["true"], test="python -c 'print(1)'")
+    assert run_kit(second, AGENTLEDGER_CACHE=str(builds / "now"), AGENTLEDGER_CACHE_KEY=key).returncode == 0
+    assert result(second)["install"]["cache_hit"] is False
+    assert result(second)["test"]["exit_code"] == 0
