@@ -11,6 +11,7 @@ from typing import Any, get_args
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from agentledger.agent.planner import MAX_GENERATION_RUNS
 from agentledger.config import ARTIFACT_LINK_SECONDS, check_git_branch, check_github_api_url, check_github_repository
 from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
@@ -45,6 +46,7 @@ DEFAULT_PLANNER = PlannerConfig.planner
 DEFAULT_GENERATION_MODULE_SECONDS = PlannerConfig.generation_module_seconds
 DEFAULT_GENERATION_RUN_SECONDS = PlannerConfig.generation_run_seconds
 DEFAULT_GENERATION_ITERATIONS = PlannerConfig.generation_iterations
+DEFAULT_GENERATION_RUNS = PlannerConfig.generation_runs
 DEFAULT_BEDROCK_MODEL_ID = PlannerConfig.model_id
 DEFAULT_BEDROCK_MAX_TOKENS = PlannerConfig.max_tokens
 DEFAULT_BEDROCK_TEMPERATURE = PlannerConfig.temperature
@@ -65,6 +67,18 @@ def _positive_int(key: str, value: Any) -> int:
         number = 0
     if number <= 0:
         raise ValueError(f"context {key} must be a positive whole number of seconds, got {value!r}")
+    return number
+
+
+def _runs(value: Any) -> int:
+    """generationRuns: how many runs in a row a candidate test must pass (`-c key=N` arrives as a string)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if not 1 <= number <= MAX_GENERATION_RUNS:
+        raise ValueError(f"context generationRuns must be a whole number of runs from 1 to {MAX_GENERATION_RUNS}, "
+                         f"got {value!r}")
     return number
 
 
@@ -220,6 +234,7 @@ def build_app(
                 "generationRunSeconds", _context(app, "generationRunSeconds", DEFAULT_GENERATION_RUN_SECONDS)),
             generation_iterations=_positive_int(
                 "generationIterations", _context(app, "generationIterations", DEFAULT_GENERATION_ITERATIONS)),
+            generation_runs=_runs(_context(app, "generationRuns", DEFAULT_GENERATION_RUNS)),
             model_id=str(_context(app, "bedrockModelId", DEFAULT_BEDROCK_MODEL_ID)),
             max_tokens=_positive_int("bedrockMaxTokens", _context(app, "bedrockMaxTokens", DEFAULT_BEDROCK_MAX_TOKENS)),
             temperature=_temperature(_context(app, "bedrockTemperature", DEFAULT_BEDROCK_TEMPERATURE)),

@@ -18,7 +18,7 @@ from typing import Annotated, Self, cast
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from .agent.planner import GenerationLimits
+from .agent.planner import MAX_GENERATION_RUNS, GenerationLimits
 from .source import ArchiveLimits
 
 
@@ -108,6 +108,7 @@ class WorkflowSettings(FunctionSettings):
     generation_module_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_MODULE_SECONDS", gt=0)
     generation_run_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_RUN_SECONDS", gt=0)
     generation_iterations: int = Field(validation_alias="AGENTLEDGER_GENERATION_ITERATIONS", gt=0)
+    generation_runs: int = Field(validation_alias="AGENTLEDGER_GENERATION_RUNS", ge=1, le=MAX_GENERATION_RUNS)
     bedrock_model_id: str = Field(validation_alias="AGENTLEDGER_BEDROCK_MODEL_ID")
     bedrock_max_tokens: int = Field(validation_alias="AGENTLEDGER_BEDROCK_MAX_TOKENS", gt=0)
     bedrock_temperature: float = Field(validation_alias="AGENTLEDGER_BEDROCK_TEMPERATURE", ge=0, le=1)
@@ -125,7 +126,8 @@ class WorkflowSettings(FunctionSettings):
     @property
     def generation_limits(self) -> GenerationLimits:
         return GenerationLimits(module_seconds=self.generation_module_seconds,
-                                run_seconds=self.generation_run_seconds, iterations=self.generation_iterations)
+                                run_seconds=self.generation_run_seconds, iterations=self.generation_iterations,
+                                runs=self.generation_runs)
 
 
 class BuildSettings(WorkflowSettings):

@@ -19,6 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from agentledger import metric_names
+from agentledger.agent.planner import DEFAULT_GENERATION_RUNS
 from agentledger.source import UPLOAD_PREFIX, ArchiveLimits
 from infra import LAMBDA_PACKAGES, lambda_code_root
 from infra.constructs.build_sandbox import BuildSandbox
@@ -106,6 +107,8 @@ class PlannerConfig:
     generation_module_seconds: int = 60
     generation_run_seconds: int = 600
     generation_iterations: int = 1000
+    # How many runs in a row a candidate must pass, alone and with the suite, to be kept.
+    generation_runs: int = DEFAULT_GENERATION_RUNS
     model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     max_tokens: int = 4096
     temperature: float = 0.0  # plans should not vary from call to call
@@ -117,6 +120,7 @@ class PlannerConfig:
                 "AGENTLEDGER_GENERATION_MODULE_SECONDS": str(self.generation_module_seconds),
                 "AGENTLEDGER_GENERATION_RUN_SECONDS": str(self.generation_run_seconds),
                 "AGENTLEDGER_GENERATION_ITERATIONS": str(self.generation_iterations),
+                "AGENTLEDGER_GENERATION_RUNS": str(self.generation_runs),
                 "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
                 "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens),
                 "AGENTLEDGER_BEDROCK_TEMPERATURE": str(self.temperature), "AGENTLEDGER_BEDROCK_PRICES": self.prices,

@@ -48,7 +48,7 @@ def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_pla
         test_timeout_limit_s=3600, build_images=("aws/codebuild/standard:7.0",),
         build_computes=("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE"),
         agent_spec="", planner="pynguin", generation_module_seconds=60,
-        generation_run_seconds=600, generation_iterations=1000, bedrock_model_id="",
+        generation_run_seconds=600, generation_iterations=1000, generation_runs=5, bedrock_model_id="",
         bedrock_max_tokens=4096, bedrock_temperature=0.0, bedrock_max_reasks=2, bedrock_prices=(0.0, 0.0),
         notification_topic_arn="arn:memory:topic", github_api_url="https://github.invalid",
         github_repository="", github_base_branch="main", github_token_secret_arn="arn:memory:secret",

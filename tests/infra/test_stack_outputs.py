@@ -42,6 +42,7 @@ CUSTOM_CONTEXT = {
     "generationModuleSeconds": "30",
     "generationRunSeconds": "300",
     "generationIterations": "500",
+    "generationRuns": "3",
     "bedrockModelId": "amazon.nova-micro-v1:0",
     "bedrockMaxTokens": "2048",
     "bedrockTemperature": "0.2",
@@ -75,6 +76,7 @@ DEFAULTS = {
     "generationModuleSeconds": infra_app.DEFAULT_GENERATION_MODULE_SECONDS,
     "generationRunSeconds": infra_app.DEFAULT_GENERATION_RUN_SECONDS,
     "generationIterations": infra_app.DEFAULT_GENERATION_ITERATIONS,
+    "generationRuns": infra_app.DEFAULT_GENERATION_RUNS,
     "bedrockModelId": infra_app.DEFAULT_BEDROCK_MODEL_ID,
     "bedrockMaxTokens": infra_app.DEFAULT_BEDROCK_MAX_TOKENS,
     "bedrockTemperature": infra_app.DEFAULT_BEDROCK_TEMPERATURE,
@@ -181,7 +183,8 @@ def test_the_planner_and_its_model_come_from_context(custom_template: Template) 
     assert functions["EffectFunction"]["Properties"]["Environment"]["Variables"]["GITHUB_BASE_BRANCH"] == "trunk"
     assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
     assert (variables["AGENTLEDGER_GENERATION_MODULE_SECONDS"], variables["AGENTLEDGER_GENERATION_RUN_SECONDS"],
-            variables["AGENTLEDGER_GENERATION_ITERATIONS"]) == ("30", "300", "500")
+            variables["AGENTLEDGER_GENERATION_ITERATIONS"], variables["AGENTLEDGER_GENERATION_RUNS"]) == \
+        ("30", "300", "500", "3")
 
 
 def _bedrock_statements(template: Template) -> dict[str, list[dict]]:

@@ -62,6 +62,7 @@ def test_pynguin_runs_in_one_build_and_what_it_keeps_is_the_change(world: World)
     assert (request["writer"], request["candidate_files"]) == ("pynguin", [])  # Pynguin writes in the build
     assert {t["module"] for t in request["targets"]} == {"textkit.slug", "textkit.stats"}
     assert request["module_seconds"] == 15  # the sample's pyproject lowers the deployment's 60
+    assert request["runs"] == 5  # the deployment's generationRuns
     kit = {layout.KIT_ENTRY_FILE, f"{layout.KIT_DIR}/generation.py", f"{layout.BUILD_SITE_DIR}/agentledger_pytest.py"}
     assert kit <= set(sent)
 

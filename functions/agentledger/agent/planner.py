@@ -85,6 +85,10 @@ class ModelCall(BaseModel):
     estimated_cost_usd: float = 0.0
 
 
+DEFAULT_GENERATION_RUNS = 5  # TestGen-LLM's: a test that passes five runs in a row is not flaky there
+MAX_GENERATION_RUNS = 20
+
+
 class GenerationSettings(BaseModel):
     """How the execute stage's build writes and checks candidates: part of what is approved."""
 
@@ -95,6 +99,9 @@ class GenerationSettings(BaseModel):
     run_seconds: int  # and for the whole run
     iterations: int  # Pynguin's bound that ends a search the same way every time
     random_order: bool  # the suite runs shuffled when candidates are checked with it
+    # How many runs in a row a candidate must pass, alone and with the suite (plans recorded before
+    # it was a setting asked for five).
+    runs: int = DEFAULT_GENERATION_RUNS
 
 
 class GenerationLimits(BaseModel):
@@ -105,6 +112,7 @@ class GenerationLimits(BaseModel):
     module_seconds: int = Field(default=60, gt=0)
     run_seconds: int = Field(default=600, gt=0)
     iterations: int = Field(default=1000, gt=0)
+    runs: int = Field(default=DEFAULT_GENERATION_RUNS, ge=1, le=MAX_GENERATION_RUNS)
 
 
 class Plan(BaseModel):
@@ -187,6 +195,7 @@ def generation_settings(config: TestRunConfig, brief: PlanBrief, limits: Generat
         run_seconds=min(config.generation_seconds or limits.run_seconds, limits.run_seconds),
         iterations=limits.iterations,
         random_order=config.random_order,
+        runs=limits.runs,
     )
 
 

@@ -48,7 +48,7 @@ APPEND_PATH_VARIABLE = "AGENTLEDGER_APPEND_PATH"
 ORDER_SEED_VARIABLE = "AGENTLEDGER_ORDER_SEED"
 COLLECTED_VARIABLE = "AGENTLEDGER_COLLECTED"
 PYTEST_PLUGIN = "agentledger_pytest"
-RUNS = 5
+RUNS = 5  # a candidate passes this many runs in a row, alone and with the suite, unless the request says
 FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage")
 MAX_CANDIDATE_SOURCE = 20_000  # characters of one candidate's source that are reported
 MAX_CANDIDATE_FILE_BYTES = 1 << 20
@@ -87,6 +87,7 @@ class Request:
     targets: list[Target]
     candidate_files: list[str]  # files the request put into the repository (not Pynguin's)
     language: str = "python"  # python: pytest modules; java: JUnit classes of a Maven project
+    runs: int = RUNS
 
 
 def load_request(path: Path) -> Request:
@@ -382,9 +383,10 @@ def outcome_of(candidate: Candidate, outcomes: Outcomes) -> str | None:
 
 # --- the filters ---------------------------------------------------------------------------------
 
-def repeated_runs(candidates: list[Candidate], filter_name: str, run: Callable[[int], Outcomes]) -> None:
-    """Drop, with `filter_name`, every surviving candidate that does not pass each of RUNS runs."""
-    for number in range(1, RUNS + 1):
+def repeated_runs(candidates: list[Candidate], filter_name: str, run: Callable[[int], Outcomes],
+                  runs: int = RUNS) -> None:
+    """Drop, with `filter_name`, every surviving candidate that does not pass each of `runs` runs."""
+    for number in range(1, runs + 1):
         alive = [c for c in candidates if c.dropped_by is None]
         if not alive:
             return
@@ -395,23 +397,24 @@ def repeated_runs(candidates: list[Candidate], filter_name: str, run: Callable[[
                 candidate.runs[filter_name] = candidate.runs.get(filter_name, 0) + 1
             else:
                 what = "was not run" if outcome is None else outcome
-                candidate.drop(filter_name, f"{what} in run {number} of {RUNS}")
+                candidate.drop(filter_name, f"{what} in run {number} of {runs}")
 
 
-def repeated_in_one_session(candidates: list[Candidate], filter_name: str, outcomes: Outcomes) -> None:
-    """Drop, with `filter_name`, every surviving candidate that does not pass each of the RUNS
-    times one session ran it (its file collected RUNS times over, in order)."""
+def repeated_in_one_session(candidates: list[Candidate], filter_name: str, outcomes: Outcomes,
+                            runs: int = RUNS) -> None:
+    """Drop, with `filter_name`, every surviving candidate that does not pass each of the `runs`
+    times one session ran it (its file collected `runs` times over, in order)."""
     for candidate in (c for c in candidates if c.dropped_by is None):
         cases = cases_of(candidate, outcomes)
-        if not cases or len(cases) % RUNS:
-            candidate.drop(filter_name, f"ran {len(cases)} case(s), not the same cases {RUNS} times")
+        if not cases or len(cases) % runs:
+            candidate.drop(filter_name, f"ran {len(cases)} case(s), not the same cases {runs} times")
             continue
-        size = len(cases) // RUNS
-        for number in range(1, RUNS + 1):
+        size = len(cases) // runs
+        for number in range(1, runs + 1):
             chunk = cases[(number - 1) * size:number * size]
             worst = "failed" if "failed" in chunk else "skipped" if "skipped" in chunk else "passed"
             if worst != "passed":
-                candidate.drop(filter_name, f"{worst} in run {number} of {RUNS}")
+                candidate.drop(filter_name, f"{worst} in run {number} of {runs}")
                 break
             candidate.runs[filter_name] = number
 
@@ -645,21 +648,23 @@ class Generation:
                     candidate.runs["build"] = 1
 
     def filter_alone(self) -> None:
-        """The candidate files alone, each collected RUNS times over in one session (under
-        coverage, by test, for the coverage filter): five consecutive runs of every candidate."""
+        """The candidate files alone, each collected `runs` times over in one session (under
+        coverage, by test, for the coverage filter): that many consecutive runs of every candidate."""
         coverage = self.runner.coverage_config("alone", TEST_OMIT, contexts=True)
-        _, report = self.runner.pytest(["--keep-duplicates", *self.deselected(), *sorted(self.files) * RUNS],
-                                       f"pass alone ({RUNS} runs of each)", coverage=coverage)
-        repeated_in_one_session(self.candidates, "pass_alone", junit_outcomes(report))
+        runs = self.request.runs
+        _, report = self.runner.pytest(["--keep-duplicates", *self.deselected(), *sorted(self.files) * runs],
+                                       f"pass alone ({runs} runs of each)", coverage=coverage)
+        repeated_in_one_session(self.candidates, "pass_alone", junit_outcomes(report), runs)
         self.alone_coverage = coverage
 
     def filter_with_suite(self) -> None:
         def run(number: int) -> Outcomes:
             seed = f"{self.request.seed}-{number}" if self.request.random_order else None
-            _, report = self.runner.pytest(self.deselected(), f"pass with the suite {number}/{RUNS}", order_seed=seed)
+            _, report = self.runner.pytest(self.deselected(), f"pass with the suite {number}/{self.request.runs}",
+                                           order_seed=seed)
             return junit_outcomes(report)
 
-        repeated_runs(self.candidates, "pass_with_suite", run)
+        repeated_runs(self.candidates, "pass_with_suite", run, self.request.runs)
 
     def filter_coverage(self) -> dict[str, Any] | None:
         baseline_data = self.runner.coverage_config("baseline", TEST_OMIT, contexts=False)

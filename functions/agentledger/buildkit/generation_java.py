@@ -213,19 +213,19 @@ class JavaGeneration(generation.Generation):
 
     def filter_alone(self) -> None:
         def run(number: int) -> generation.Outcomes:
-            _, outcomes, _ = self.maven.run(f"pass alone {number}/{generation.RUNS}", self.classes(self.alive()))
+            _, outcomes, _ = self.maven.run(f"pass alone {number}/{self.request.runs}", self.classes(self.alive()))
             return self.as_pytest_names(outcomes)
 
-        generation.repeated_runs(self.candidates, "pass_alone", run)
+        generation.repeated_runs(self.candidates, "pass_alone", run, self.request.runs)
         self.set_aside([c for c in self.candidates if c.dropped_by is not None])
 
     def filter_with_suite(self) -> None:
         def run(number: int) -> generation.Outcomes:
-            _, outcomes, _ = self.maven.run(f"pass with the suite {number}/{generation.RUNS}",
+            _, outcomes, _ = self.maven.run(f"pass with the suite {number}/{self.request.runs}",
                                             random_order=self.request.random_order)
             return self.as_pytest_names(outcomes)
 
-        generation.repeated_runs(self.candidates, "pass_with_suite", run)
+        generation.repeated_runs(self.candidates, "pass_with_suite", run, self.request.runs)
         self.set_aside([c for c in self.candidates if c.dropped_by is not None])
 
     def filter_coverage(self) -> dict[str, Any] | None:

@@ -222,7 +222,7 @@ def settings_of(plan: Plan, run: Run, config: TestRunConfig, limits: GenerationL
         return plan.generation
     return GenerationSettings(seed=run_seed(run.run_id), module_seconds=limits.module_seconds,
                               run_seconds=limits.run_seconds, iterations=limits.iterations,
-                              random_order=config.random_order)
+                              random_order=config.random_order, runs=limits.runs)
 
 
 def generation_input(plan: Plan, settings: GenerationSettings, config: TestRunConfig, root: Path,

@@ -165,3 +165,15 @@ def test_a_coverage_context_belongs_to_the_candidate_of_its_file_and_name() -> N
     assert context_owner("tests.test_calc_generated.TestAdd.test_zero", candidates) is candidates[1]
     assert context_owner("test_other_generated.test_add", candidates) is candidates[2]
     assert context_owner("test_existing.test_add", candidates) is None
+
+
+def test_the_deployment_may_ask_for_fewer_or_more_runs_in_a_row() -> None:
+    ran: list[int] = []
+    steady = _candidate("test_steady")
+
+    def run(number: int) -> dict[tuple[str, str], list[str]]:
+        ran.append(number)
+        return {("tests.test_calc_generated", "test_steady"): ["passed"]}
+
+    repeated_runs([steady], "pass_with_suite", run, runs=2)
+    assert ran == [1, 2] and steady.runs["pass_with_suite"] == 2
