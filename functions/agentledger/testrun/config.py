@@ -9,6 +9,7 @@ from __future__ import annotations
 import configparser
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -124,6 +125,25 @@ def load_config(root: Path) -> TestRunConfig:
     if not fields.get("test"):
         raise _key_error(explicit.label, "test", "the custom ecosystem needs a `test` command")
     return TestRunConfig(**fields)
+
+
+def installs_nothing_of_the_repository(config: TestRunConfig) -> bool:
+    """Whether the install puts only packages from the index into the venv, by name, with nothing of
+    the repository's in play: no file of it (a requirements file, the project, a path, a wheel
+    beside it), no option, no variable of its `env`. What such an install makes is the same for
+    every repository that asks for it, and no code of the repository's ran while it was made."""
+    return not config.env and all(_names_packages_alone(command) for command in config.install)
+
+
+def _names_packages_alone(command: str) -> bool:
+    prefix = f"{PIP_INSTALL} "
+    if not command.startswith(prefix):
+        return False
+    try:
+        requirements = shlex.split(command.removeprefix(prefix))
+    except ValueError:
+        return False
+    return bool(requirements) and all(REQUIREMENT.fullmatch(requirement) for requirement in requirements)
 
 
 def describe(config: TestRunConfig) -> str:

@@ -14,6 +14,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentledger.artifacts import stage_prefix
 
@@ -24,7 +25,7 @@ from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, seconds_between, utc_now
 from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
-from ..testrun.config import ConfigError, TestRunConfig, load_config
+from ..testrun.config import ConfigError, TestRunConfig, installs_nothing_of_the_repository, load_config
 from ..testrun.layout import output_grant_seconds
 
 KIT_SOURCE = Path(buildkit.__file__).resolve().parent
@@ -87,20 +88,22 @@ def kit_digest() -> str:
 
 
 def cache_key(run: Run, config: TestRunConfig, source_files: dict[str, str]) -> str | None:
-    """The dependency cache entry a build of this run may use or fill: one per repository (as the
-    caller who asked for the run names it) and everything the install depends on. A build's code
-    can write the entry it fills, so no other repository ever gets it; and nothing of the build's
-    is asked for it. None when the build caches nothing."""
+    """The dependency cache entry a build of this run may use or fill: everything the install depends
+    on and, unless the install runs nothing of the repository's (installs_nothing_of_the_repository),
+    the repository itself (as the caller who asked for the run names it): what a repository's code
+    could have written into an entry, no other repository ever gets. Nothing of the build's is asked
+    for it. None when the build caches nothing."""
     if not config.virtualenv:
         return None
-    return digest({
-        "repository": run.repository,
-        "requested_by": run.requested_by,
+    inputs: dict[str, Any] = {
         "files": {name: source_files.get(name) for name in sorted(config.cache_key_files)},
         "install": config.install,
         "env": config.env,
         "image": config.image,
-    }).removeprefix("sha256:")
+    }
+    if not installs_nothing_of_the_repository(config):
+        inputs.update(repository=run.repository, requested_by=run.requested_by)
+    return digest(inputs).removeprefix("sha256:")
 
 
 @dataclass(frozen=True)
