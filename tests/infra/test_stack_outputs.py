@@ -257,8 +257,9 @@ def test_the_test_timeout_limit_comes_from_context(custom_template: Template) ->
     functions = custom_template.find_resources("AWS::Lambda::Function")
     variables = functions["VerifyFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS"] == "600"
-    # The project's own timeout is what a build of the longest allowed suite needs.
-    custom_template.has_resource_properties("AWS::CodeBuild::Project", {"TimeoutInMinutes": 30})
+    # The project's own timeout is what a build of the longest allowed suite needs: its install, the
+    # project's install and the suite, 10 minutes each, and 10 to fetch and upload.
+    custom_template.has_resource_properties("AWS::CodeBuild::Project", {"TimeoutInMinutes": 40})
 
 
 def test_the_computes_and_images_a_repository_may_ask_for_come_from_context(custom_template: Template) -> None:

@@ -220,3 +220,8 @@ def test_an_uploaded_archive_is_read_with_bounds_and_anything_unexpected_is_igno
     assert contents.junit == {"a.xml": b"<testsuite/>"} and contents.output == "tail"
     assert "not a readable archive" in (read_output_archive(b"not a tarball").problem or "")
 
+
+
+def test_a_generation_builds_timeout_covers_its_budget_and_each_of_its_runs() -> None:
+    assert build_timeout_minutes(60, 600, runs=5) == 10 + (17 * 60 + 600) // 60
+    assert build_timeout_minutes(60, 600, runs=20) - build_timeout_minutes(60, 600, runs=5) == 15

@@ -44,15 +44,17 @@ def output_grant_seconds(build_timeout_minutes: int) -> int:
     return build_timeout_minutes * 60 + 3600
 
 
-# The pytest runs of a generation build, each bounded by the test timeout: collection, five runs
-# alone, five with the suite, coverage without the candidates and with the kept ones, the
-# findings; and the installs of the tools, of the dependencies and of the project.
-GENERATION_COMMANDS = 17
+# The commands of a generation build beside its runs with the suite, each bounded by the test
+# timeout: the installs of the tools, of the dependencies (a venv, then the commands) and of the
+# project; collection, the runs alone (one session), coverage without the candidates and with the
+# kept ones and their probes, the findings.
+GENERATION_COMMANDS_BESIDE_RUNS = 12
 
 
-def build_timeout_minutes(test_timeout_s: int, generation_s: int | None = None) -> int:
+def build_timeout_minutes(test_timeout_s: int, generation_s: int | None = None, runs: int = 0) -> int:
     """Install, the project's install and the tests each get the configured timeout; a generation
-    build gets its search budget and every command of its filters too; plus a margin for fetching
-    and uploading, within CodeBuild's 5..2160 minutes."""
-    seconds = 3 * test_timeout_s if generation_s is None else GENERATION_COMMANDS * test_timeout_s + generation_s
+    build gets its search budget and every command of its filters too (`runs` runs with the suite);
+    plus a margin for fetching and uploading, within CodeBuild's 5..2160 minutes."""
+    commands = GENERATION_COMMANDS_BESIDE_RUNS + runs
+    seconds = 3 * test_timeout_s if generation_s is None else commands * test_timeout_s + generation_s
     return max(5, min(2160, -(-seconds // 60) + 10))
