@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,9 @@ CACHE_ROOT = cache_dir() / "synth"
 STACK_TEMPLATE = "AgentLedgerStack.template.json"
 # Not inputs of the synth: the local runtime that deploys it, and the demo's sample repository.
 NOT_SYNTHESIZED = (PACKAGE_DIR / "local", SAMPLE_REPOSITORY)
+# An assembly no runtime has used for this long is removed: another `serve` on this machine (with
+# other sources or another context) may be deploying from any used more recently.
+UNUSED_ASSEMBLY_SECONDS = 24 * 3600
 
 
 def synth_inputs() -> Iterator[tuple[str, Path]]:
@@ -48,13 +52,13 @@ def synthesize(progress: bool = True, context: dict[str, str] | None = None) -> 
     `cdk deploy` takes it), synthesizing it if needed."""
     target = CACHE_ROOT / source_hash(context)
     if (target / STACK_TEMPLATE).exists():
-        return target
+        return _used(target)
     CACHE_ROOT.mkdir(parents=True, exist_ok=True)
     with open(CACHE_ROOT / ".lock", "w") as lock:
         # Parallel test workers wait for one synth instead of running several.
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / STACK_TEMPLATE).exists():
-            return target
+            return _used(target)
         if progress:
             print("agentledger: synthesizing the CDK app (first run for these sources, ~30 s)...", file=sys.stderr,
                   flush=True)
@@ -67,8 +71,18 @@ def synthesize(progress: bool = True, context: dict[str, str] | None = None) -> 
         if result.returncode != 0:
             raise RuntimeError(f"cdk synth failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
         staging.rename(target)
-        current = {source_hash(), target.name}  # the default assembly stays for the tests and the demo
-        for stale in CACHE_ROOT.iterdir():
-            if stale.is_dir() and stale.name not in current and not stale.name.endswith(f"tmp{os.getpid()}"):
-                shutil.rmtree(stale, ignore_errors=True)
+        _remove_unused(keep={source_hash(), target.name})  # the default assembly stays for the tests and the demo
     return target
+
+
+def _used(assembly: Path) -> Path:
+    os.utime(assembly)
+    return assembly
+
+
+def _remove_unused(keep: set[str]) -> None:
+    """Assemblies (and staging directories a killed synth left) that nothing has used for a day."""
+    unused_since = time.time() - UNUSED_ASSEMBLY_SECONDS
+    for stale in CACHE_ROOT.iterdir():
+        if stale.is_dir() and stale.name not in keep and stale.stat().st_mtime < unused_since:
+            shutil.rmtree(stale, ignore_errors=True)

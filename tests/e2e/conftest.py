@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -143,6 +144,19 @@ def served(logs: Path, environment: dict[str, str], *options: str, command: Sequ
             server.wait()
             pytest.fail(f"`agentledger serve` did not stop within {SERVER_STOP_TIMEOUT_S}s of Ctrl-C")
     assert exit_code == 0, f"`agentledger serve` exited {exit_code} on Ctrl-C:\n{(logs / 'stderr').read_text()[-3000:]}"
+
+
+def serving_process(url: str) -> int:
+    """The process of the `agentledger serve` listening on that URL's port."""
+    port = str(urlsplit(url).port).encode()
+    for process in Path("/proc").iterdir():
+        try:
+            arguments = (process / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in arguments and b"--port" in arguments and port in arguments:
+            return int(process.name)
+    raise AssertionError(f"no `agentledger serve` process listens on {url}")
 
 
 def _wait_until_answering(server: subprocess.Popen[bytes], url: str, logs: Path) -> None:

@@ -29,7 +29,7 @@ from infra.local.profiles import instance_profiles_dir
 from infra.local.runtime import default_build_cache
 from tests.resident_memory import memory_mib, reset_peak
 
-from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli
+from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli, serving_process
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -398,21 +398,6 @@ def _attempts(output: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _serve_pid(api_url: str) -> int:
-    """The `serve` process behind the API, by its command line."""
-    port = api_url.rsplit(":", 1)[1].encode()
-    [pid] = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
-             and b"\0serve\0--port\0" + port + b"\0" in _cmdline(entry)]
-    return pid
-
-
-def _cmdline(process: Path) -> bytes:
-    try:
-        return (process / "cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
 def _processes_left(token: str, build_dir: str) -> list[str]:
     """Any process of the build still alive: the daemon (by its token), or anything running in
     the build's directory."""
@@ -443,7 +428,7 @@ def test_a_hostile_repository_escapes_nothing_and_what_it_forges_is_not_what_the
                 "other_port": port, "outside": str(outside), "disk_bytes": BUILD_DISK_BYTES, "token": token}
     hostile = _hostile_repository(tmp_path / "hostile", settings)
 
-    serve = _serve_pid(api_url)
+    serve = serving_process(api_url)
     resident_before = reset_peak(serve)
     finished = cli("run", str(hostile), "--wait")
     peak = memory_mib("VmHWM", serve)
