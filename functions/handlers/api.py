@@ -30,10 +30,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
 
-from agentledger.config import ApiSettings
-from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
-from agentledger.models import RunStatus
-from agentledger.service import (
+from agentledger.api_contract import (
     RUN_ID_PATTERN,
     CreateRunRequest,
     ErrorBody,
@@ -48,6 +45,9 @@ from agentledger.service import (
     UploadGrant,
     UploadRequest,
 )
+from agentledger.config import ApiSettings
+from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
+from agentledger.models import RunStatus
 
 from .wiring import lambda_handler, logger, service
 

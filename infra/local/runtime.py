@@ -23,7 +23,7 @@ from moto.core.config import default_user_config
 
 from agentledger import faults
 from agentledger.adapters.stepfunctions import execution_arn
-from agentledger.service import ErrorBody
+from agentledger.api_contract import ErrorBody
 
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale
 from .codebuild import LocalCodeBuild
