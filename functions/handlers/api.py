@@ -17,15 +17,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
@@ -104,13 +95,12 @@ def _not_found(error: RunNotFoundError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.NOT_FOUND, str(error))
 
 
-@app.exception_handler([RunConflictError, ReviewRejectedError, IdempotencyValidationError,
-                        IdempotencyAlreadyInProgressError])
+class IdempotencyKeyConflictError(Exception):
+    """An Idempotency-Key whose first request had another body, or is still in progress."""
+
+
+@app.exception_handler([RunConflictError, ReviewRejectedError, IdempotencyKeyConflictError])
 def _conflict(error: Exception) -> Response[dict[str, Any]]:
-    if isinstance(error, IdempotencyValidationError):
-        return _error(HTTPStatus.CONFLICT, "Idempotency-Key was already used with a different body")
-    if isinstance(error, IdempotencyAlreadyInProgressError):
-        return _error(HTTPStatus.CONFLICT, "a request with this Idempotency-Key is still in progress; retry shortly")
     return _error(HTTPStatus.CONFLICT, str(error))
 
 
@@ -156,6 +146,18 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     """Powertools idempotency keyed by the caller and the Idempotency-Key header (another principal
     sending the same key and body starts a run of its own, never gets this caller's back); the
     body is validated against the first request's, so a reused key with another body is refused."""
+    # Imported here, by the first request that carries a key: the package imports boto3, which the
+    # api function's cold start would pay for otherwise.
+    from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (  # noqa: PLC0415
+        IdempotencyAlreadyInProgressError,
+        IdempotencyValidationError,
+    )
+
     config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="body",
                                expires_after_seconds=IDEMPOTENCY_WINDOW_S)
     if context is not None:
@@ -163,7 +165,13 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     persistence = DynamoDBPersistenceLayer(table_name=ApiSettings.from_env().idempotency_table)
     once = idempotent_function(data_keyword_argument="command", config=config,
                                persistence_store=persistence)(_create_once)
-    return once(command=command)
+    try:
+        return once(command=command)
+    except IdempotencyValidationError as error:
+        raise IdempotencyKeyConflictError("Idempotency-Key was already used with a different body") from error
+    except IdempotencyAlreadyInProgressError as error:
+        raise IdempotencyKeyConflictError(
+            "a request with this Idempotency-Key is still in progress; retry shortly") from error
 
 
 # What any route may answer, from the API's edge (API Gateway, or the local server in its place)
