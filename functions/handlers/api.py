@@ -40,7 +40,7 @@ from agentledger.config import ApiSettings
 from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
 from agentledger.models import RunStatus
 
-from .wiring import lambda_handler, logger, service
+from .wiring import assembly, lambda_handler, logger
 
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 IDEMPOTENCY_WINDOW_S = 24 * 3600
@@ -138,8 +138,8 @@ def _forbidden(error: Exception) -> Response[dict[str, Any]]:
 
 
 def _create_once(command: dict[str, Any]) -> dict[str, Any]:
-    return service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"],
-                            command["caller"])
+    return assembly.service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"],
+                                     command["caller"])
 
 
 def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -> dict[str, Any]:
@@ -243,7 +243,7 @@ def create_run(
           **_contract(HTTPStatus.CREATED, UploadGrant, "the upload grant",
                       {HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate"}))
 def grant_upload(body: Annotated[UploadRequest, Body()]) -> dict[str, Any]:
-    return service().grant_upload(body, _caller())  # only a signed caller gets a grant, under its own prefix
+    return assembly.service().grant_upload(body, _caller())  # only a signed caller gets a grant, under its own prefix
 
 
 @app.get("/runs", summary="List runs, newest first", operation_id="list_runs", **_contract(
@@ -256,7 +256,7 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> dict[str, Any]:
-    return service().list_runs(status, limit, cursor)
+    return assembly.service().list_runs(status, limit, cursor)
 
 
 @app.get("/runs/<run_id>", summary="The whole ledger of a run", operation_id="get_run", **_contract(
@@ -264,7 +264,7 @@ def list_runs(
     {HTTPStatus.NOT_FOUND: NO_SUCH_RUN, HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def get_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().view(run_id)
+    return assembly.service().view(run_id)
 
 
 @app.post("/runs/<run_id>/review", summary="Approve the plan or request changes", operation_id="review_run",
@@ -277,7 +277,7 @@ def get_run(run_id: RunId) -> dict[str, Any]:
                        HTTPStatus.UNPROCESSABLE_ENTITY: "the run id or the body does not validate"}))
 def review_run(run_id: RunId, body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().review(run_id, body, _caller())
+    return assembly.service().review(run_id, body, _caller())
 
 
 @app.post("/runs/<run_id>/resume", summary="Resume a stopped run from what is still valid", operation_id="resume_run",
@@ -287,7 +287,7 @@ def review_run(run_id: RunId, body: Annotated[ReviewRequest, Body()]) -> dict[st
                        HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def resume_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().resume(run_id, _caller())
+    return assembly.service().resume(run_id, _caller())
 
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)
