@@ -11,8 +11,8 @@ from typing import Any, get_args
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from agentledger.agent.planner import MAX_GENERATION_RUNS
 from agentledger.config import ARTIFACT_LINK_SECONDS, check_git_branch, check_github_api_url, check_github_repository
+from agentledger.generation import MAX_GENERATION_RUNS
 from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT

@@ -18,7 +18,7 @@ from typing import Annotated, Self, cast
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from .agent.planner import MAX_GENERATION_RUNS, GenerationLimits
+from .generation import MAX_GENERATION_RUNS, GenerationLimits
 from .source import ArchiveLimits
 
 

@@ -3,17 +3,27 @@ from __future__ import annotations
 
 import contextlib
 import re
-import uuid
 from datetime import datetime
-from http import HTTPStatus
 from typing import Any
-
-from pydantic import BaseModel, Field, field_validator
 
 from agentledger.records import new_decision
 from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_owner, uploaded_by
 
 from . import metric_names
+from .api_contract import (
+    CreateRunRequest,
+    RepositoryRejectedError,
+    ResumeOutcome,
+    ReviewOutcome,
+    ReviewRequest,
+    RunConflictError,
+    RunPage,
+    RunSummary,
+    RunView,
+    UploadGrant,
+    UploadRequest,
+    run_id_for,
+)
 from .config import ApiSettings
 from .cursors import CursorSeal
 from .errors import (
@@ -25,25 +35,9 @@ from .errors import (
     StaleContextError,
 )
 from .evidence import stage_evidence
-from .fingerprints import digest, sha256_bytes
+from .fingerprints import digest
 from .freshness import Entrance, EntryContext, invalidate, review_still_holds
-from .limits import MAX_UPLOAD_BYTES
-from .models import (
-    ArtifactRef,
-    Assessment,
-    Decision,
-    EvidenceStatus,
-    Handoff,
-    Ledger,
-    ReviewView,
-    Run,
-    RunOutcome,
-    RunState,
-    RunStatus,
-    Stage,
-    StageStatus,
-    utc_now,
-)
+from .models import Ledger, Run, RunStatus, Stage, StageStatus, utc_now
 from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .states import DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
@@ -51,186 +45,8 @@ from .workflow.reviews import review_output
 from .workflow.writing import FINDINGS_SHOWN, GenerationReport, coverage_line, finding_line, funnel_line
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
-
-
-class CreateRunRequest(BaseModel):
-    repository: str = Field(min_length=1, max_length=1024,
-                            description="s3://<bucket>/repositories/<owner>/<sha256>.tar.gz from the caller's "
-                                        "POST /uploads; locally, a directory under a root the server allows")
-    request: str = Field(min_length=1, max_length=4000, description="what the agent is asked to do")
-    revision: str | None = Field(default=None, max_length=200,
-                                 description="expected revision; refused if the repository is elsewhere")
-    environment: str = Field(default="dev", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
-
-    @field_validator("repository", "request")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
-
-class ReviewRequest(BaseModel):
-    decision: Verdict
-    plan_digest: str = Field(min_length=1, max_length=200)
-    comment: str | None = Field(default=None, max_length=4000)
-
-
 UPLOAD_GRANT_SECONDS = 900
 SUMMARY_PLAN_ITEMS = 5
-
-
-class UploadRequest(BaseModel):
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the .tar.gz to upload")
-    size: int = Field(ge=1, le=MAX_UPLOAD_BYTES, description="its size in bytes")
-
-
-class ErrorBody(BaseModel):
-    """Every refusal and failure the API answers, whichever part of it answers."""
-
-    error: str = Field(description="the HTTP status phrase, e.g. Unprocessable Entity")
-    message: str = Field(description="what was wrong, and what to do about it")
-
-    @classmethod
-    def of(cls, status: HTTPStatus, message: str) -> ErrorBody:
-        return cls(error=status.phrase, message=message)
-
-
-# What each route answers on success. The service builds its answers through these models, so
-# the API's OpenAPI document, which declares them, describes what it returns.
-class RunSummary(BaseModel):
-    run_id: str
-    status: RunStatus
-    state: RunState
-    execution: str | None
-    revision: str | None
-
-
-class UploadGrant(BaseModel):
-    repository: str = Field(description="what to start the run on once the tarball is uploaded")
-    uploaded: bool = Field(False, description="true when this caller uploaded this tarball before: an upload "
-                                              "is never replaced, so no grant is given; start the run on `repository`")
-    expires_in_s: int
-    url: str | None = Field(description="where to POST the tarball, as multipart/form-data; null when `uploaded`")
-    fields: dict[str, str] | None = Field(description="the form fields to send with it, the file last; null when "
-                                                      "`uploaded`")
-
-
-class RunPage(BaseModel):
-    runs: list[Run]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
-
-
-class ArtifactView(ArtifactRef):
-    url: str = Field(description="a presigned link to its bytes")
-    committed: bool = Field(description="whether a stage committed it as one of its outputs")
-
-
-class HandoffView(Decision):
-    details: Handoff  # type: ignore[assignment]  # a handoff's details are typed; a view narrows the field
-
-
-class PlanItemView(BaseModel):
-    target: str
-    test_path: str
-    rationale: str
-
-
-class PlanView(BaseModel):
-    planner: str | None
-    targets: int
-    skipped: int
-    first: list[PlanItemView]
-
-
-class FileChange(BaseModel):
-    path: str
-    lines: int
-
-
-class TestsView(BaseModel):
-    __test__ = False  # not a pytest class
-    written: int
-    outcome: str | None
-    passed: int | None
-    failed: int | None
-    errors: int | None
-    skipped: int | None
-    coverage: str | None = None  # the suite's line and branch coverage, where it wrote JaCoCo reports
-
-
-class GenerationView(BaseModel):
-    """What the execute stage's filters kept: the value a reviewer weighs before the diff."""
-
-    writer: str
-    generated: int
-    kept: int
-    funnel: str  # "2 kept of 7 generated by pynguin (built 7, …)"
-    coverage: list[str]  # "pkg/mod.py: lines 40% → 85%, branches 20% → 60%", per targeted module
-    coverage_gained: float  # points of line coverage over the targeted modules
-    findings: list[str]  # "pkg.mod: `f(None)` raises TypeError: …", the first FINDINGS_SHOWN
-    findings_total: int
-
-
-class RunOverview(BaseModel):
-    """What a person reads first."""
-
-    request: str
-    outcome: RunOutcome | None
-    pull_request: str | None
-    plan: PlanView | None
-    generation: GenerationView | None = None
-    files_changed: list[FileChange]
-    tests: TestsView
-
-
-class RunView(Ledger):
-    """The whole ledger of a run, as GET /runs/{run_id} shows it."""
-
-    # The view narrows the ledger's fields to their views (pydantic validates the narrower type).
-    artifacts: list[ArtifactView] = Field(default_factory=list)  # type: ignore[assignment]
-    review: ReviewView | None = None  # type: ignore[assignment]
-    evidence_status: dict[str, EvidenceStatus]
-    handoff: HandoffView | None = Field(description="set while the run needs a person")
-    summary: RunOverview
-    artifact_location: str
-
-
-class ReviewOutcome(BaseModel):
-    run_id: str
-    decision: Verdict
-    status: RunStatus
-    delivered: bool = Field(description="whether the waiting execution took the decision now; "
-                                        "if not, the review keeper hands it to the task that waits next")
-
-
-class ResumeOutcome(BaseModel):
-    run_id: str
-    execution: str
-    assessment: Assessment
-
-
-class RunConflictError(Exception):
-    """The request is well-formed but conflicts with the run's state: HTTP 409."""
-
-
-class RepositoryRejectedError(Exception):
-    """The repository cannot be used as given: HTTP 422."""
-
-
-RUN_ID_PREFIX = "run-"
-RUN_ID_HEX_DIGITS = 20
-# The API's {run_id} path parameter: what run_id_for makes, and nothing else.
-RUN_ID_PATTERN = rf"^{RUN_ID_PREFIX}[a-f0-9]{{{RUN_ID_HEX_DIGITS}}}$"
-
-
-def run_id_for(idempotency_key: str | None, caller: str) -> str:
-    """The same caller's same Idempotency-Key always names the same run, even after the idempotency
-    record expired, so a late retry cannot start a second run; another caller's same key names
-    another run (keys are scoped by the principal, never shared)."""
-    if idempotency_key:
-        return RUN_ID_PREFIX + sha256_bytes(f"{caller}\0{idempotency_key}".encode())[:RUN_ID_HEX_DIGITS]
-    return RUN_ID_PREFIX + uuid.uuid4().hex[:RUN_ID_HEX_DIGITS]
 
 
 # An assumed role's ARN names the role (without its path) and the session.

@@ -17,23 +17,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
 
-from agentledger.config import ApiSettings
-from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
-from agentledger.models import RunStatus
-from agentledger.service import (
+from agentledger.api_contract import (
     RUN_ID_PATTERN,
     CreateRunRequest,
     ErrorBody,
@@ -48,8 +36,11 @@ from agentledger.service import (
     UploadGrant,
     UploadRequest,
 )
+from agentledger.config import ApiSettings
+from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
+from agentledger.models import RunStatus
 
-from .wiring import lambda_handler, logger, service
+from .wiring import assembly, lambda_handler, logger
 
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 IDEMPOTENCY_WINDOW_S = 24 * 3600
@@ -104,13 +95,12 @@ def _not_found(error: RunNotFoundError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.NOT_FOUND, str(error))
 
 
-@app.exception_handler([RunConflictError, ReviewRejectedError, IdempotencyValidationError,
-                        IdempotencyAlreadyInProgressError])
+class IdempotencyKeyConflictError(Exception):
+    """An Idempotency-Key whose first request had another body, or is still in progress."""
+
+
+@app.exception_handler([RunConflictError, ReviewRejectedError, IdempotencyKeyConflictError])
 def _conflict(error: Exception) -> Response[dict[str, Any]]:
-    if isinstance(error, IdempotencyValidationError):
-        return _error(HTTPStatus.CONFLICT, "Idempotency-Key was already used with a different body")
-    if isinstance(error, IdempotencyAlreadyInProgressError):
-        return _error(HTTPStatus.CONFLICT, "a request with this Idempotency-Key is still in progress; retry shortly")
     return _error(HTTPStatus.CONFLICT, str(error))
 
 
@@ -148,14 +138,26 @@ def _forbidden(error: Exception) -> Response[dict[str, Any]]:
 
 
 def _create_once(command: dict[str, Any]) -> dict[str, Any]:
-    return service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"],
-                            command["caller"])
+    return assembly.service().create(CreateRunRequest.model_validate(command["body"]), command["idempotency_key"],
+                                     command["caller"])
 
 
 def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -> dict[str, Any]:
     """Powertools idempotency keyed by the caller and the Idempotency-Key header (another principal
     sending the same key and body starts a run of its own, never gets this caller's back); the
     body is validated against the first request's, so a reused key with another body is refused."""
+    # Imported here, by the first request that carries a key: the package imports boto3, which the
+    # api function's cold start would pay for otherwise.
+    from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (  # noqa: PLC0415
+        IdempotencyAlreadyInProgressError,
+        IdempotencyValidationError,
+    )
+
     config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="body",
                                expires_after_seconds=IDEMPOTENCY_WINDOW_S)
     if context is not None:
@@ -163,7 +165,13 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     persistence = DynamoDBPersistenceLayer(table_name=ApiSettings.from_env().idempotency_table)
     once = idempotent_function(data_keyword_argument="command", config=config,
                                persistence_store=persistence)(_create_once)
-    return once(command=command)
+    try:
+        return once(command=command)
+    except IdempotencyValidationError as error:
+        raise IdempotencyKeyConflictError("Idempotency-Key was already used with a different body") from error
+    except IdempotencyAlreadyInProgressError as error:
+        raise IdempotencyKeyConflictError(
+            "a request with this Idempotency-Key is still in progress; retry shortly") from error
 
 
 # What any route may answer, from the API's edge (API Gateway, or the local server in its place)
@@ -235,7 +243,7 @@ def create_run(
           **_contract(HTTPStatus.CREATED, UploadGrant, "the upload grant",
                       {HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate"}))
 def grant_upload(body: Annotated[UploadRequest, Body()]) -> dict[str, Any]:
-    return service().grant_upload(body, _caller())  # only a signed caller gets a grant, under its own prefix
+    return assembly.service().grant_upload(body, _caller())  # only a signed caller gets a grant, under its own prefix
 
 
 @app.get("/runs", summary="List runs, newest first", operation_id="list_runs", **_contract(
@@ -248,7 +256,7 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> dict[str, Any]:
-    return service().list_runs(status, limit, cursor)
+    return assembly.service().list_runs(status, limit, cursor)
 
 
 @app.get("/runs/<run_id>", summary="The whole ledger of a run", operation_id="get_run", **_contract(
@@ -256,7 +264,7 @@ def list_runs(
     {HTTPStatus.NOT_FOUND: NO_SUCH_RUN, HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def get_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().view(run_id)
+    return assembly.service().view(run_id)
 
 
 @app.post("/runs/<run_id>/review", summary="Approve the plan or request changes", operation_id="review_run",
@@ -269,7 +277,7 @@ def get_run(run_id: RunId) -> dict[str, Any]:
                        HTTPStatus.UNPROCESSABLE_ENTITY: "the run id or the body does not validate"}))
 def review_run(run_id: RunId, body: Annotated[ReviewRequest, Body()]) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().review(run_id, body, _caller())
+    return assembly.service().review(run_id, body, _caller())
 
 
 @app.post("/runs/<run_id>/resume", summary="Resume a stopped run from what is still valid", operation_id="resume_run",
@@ -279,7 +287,7 @@ def review_run(run_id: RunId, body: Annotated[ReviewRequest, Body()]) -> dict[st
                        HTTPStatus.UNPROCESSABLE_ENTITY: NOT_A_RUN_ID}))
 def resume_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
-    return service().resume(run_id, _caller())
+    return assembly.service().resume(run_id, _caller())
 
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)

@@ -13,7 +13,7 @@ from agentledger.models import Stage
 from agentledger.ports import BuildWait
 
 from .events import StageEvent
-from .wiring import build_ends, build_parking, lambda_handler, logger
+from .wiring import assembly, lambda_handler, logger
 
 
 class BuildWatchEvent(StageEvent):
@@ -42,7 +42,7 @@ def watch(event: BuildWatchEvent, context: LambdaContext, settings: BuildWatchSe
     """The state machine's task: park until the stage's build ends (or room frees to start it)."""
     logger.append_keys(stage=event.stage, execution=event.execution)
     wait = BuildWait(event.run_id, Stage(event.stage), event.task_token, event.queued_at, event.build_id)
-    parked = build_parking(settings).park(wait, event.poll_after_s)
+    parked = assembly.build_parking(settings).park(wait, event.poll_after_s)
     logger.info("build wait", extra=parked)
     return parked
 
@@ -51,6 +51,6 @@ def watch(event: BuildWatchEvent, context: LambdaContext, settings: BuildWatchSe
 def ended(event: BuildStateChangeEvent, context: LambdaContext, settings: BuildEndedSettings) -> dict[str, int]:
     """EventBridge: a test build ended. Its ARN ends in the id StartBuild answered ("project:uuid")."""
     build_id = event.detail.build_id.split(":build/", 1)[1]
-    answered = build_ends(settings).build_ended(build_id)
+    answered = assembly.build_ends(settings).build_ended(build_id)
     logger.info("build ended", extra={"build_id": build_id, "status": event.detail.build_status, **answered})
     return answered

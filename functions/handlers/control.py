@@ -8,18 +8,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agentledger.config import WorkflowSettings
 
 from .events import FailureEvent, StageEvent
-from .wiring import lambda_handler, logger, workflow
+from .wiring import assembly, lambda_handler, logger
 
 
 @lambda_handler(WorkflowSettings, StageEvent)
 def assess(event: StageEvent, context: LambdaContext, settings: WorkflowSettings) -> dict[str, Any]:
-    result = workflow(settings).assess(event.run_id, event.execution)
+    result = assembly.workflow(settings).assess(event.run_id, event.execution)
     logger.info("restart assessed", extra={"next": result["next"], "reason": result["reason"]})
     return result
 
 
 @lambda_handler(WorkflowSettings, FailureEvent)
 def classify(event: FailureEvent, context: LambdaContext, settings: WorkflowSettings) -> dict[str, Any]:
-    result = workflow(settings).classify(event.run_id, event.execution, event.error, event.failed_stage)
+    result = assembly.workflow(settings).classify(event.run_id, event.execution, event.error, event.failed_stage)
     logger.warning("failure classified", extra={"error": event.error.get("Error"), "action": result["action"]})
     return result

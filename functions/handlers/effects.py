@@ -8,11 +8,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agentledger.config import EffectSettings
 
 from .events import EffectEvent
-from .wiring import effects, lambda_handler, logger
+from .wiring import assembly, lambda_handler, logger
 
 
 @lambda_handler(EffectSettings, EffectEvent)
 def deliver(event: EffectEvent, context: LambdaContext, settings: EffectSettings) -> dict[str, Any]:
-    outcome = effects(settings).deliver(event.run_id, event.execution, event.effect, context)
+    outcome = assembly.effects(settings).deliver(event.run_id, event.execution, event.effect, context)
     logger.info(f"effect {outcome['status']}", extra={"outcome": outcome})  # confirmed, skipped or rate_limited
     return outcome

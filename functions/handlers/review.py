@@ -9,14 +9,14 @@ from agentledger.config import KeeperSettings, ReviewRequestSettings
 from agentledger.models import Stage
 
 from .events import StageEvent
-from .wiring import effects, lambda_handler, logger, workflow
+from .wiring import assembly, lambda_handler, logger
 
 
 @lambda_handler(ReviewRequestSettings, StageEvent)
 def request(event: StageEvent, context: LambdaContext, settings: ReviewRequestSettings) -> dict[str, Any]:
     """Register the review (its task token binds it to this plan), then tell the reviewers."""
-    outcome = workflow(settings).run_stage(Stage.AWAIT_REVIEW, event.run_id, event.execution, event.task_token)
-    notified = effects(settings).deliver(event.run_id, event.execution, "review_notification", context)
+    outcome = assembly.workflow(settings).run_stage(Stage.AWAIT_REVIEW, event.run_id, event.execution, event.task_token)
+    notified = assembly.effects(settings).deliver(event.run_id, event.execution, "review_notification", context)
     logger.info("review requested", extra={"outcome": outcome, "notification": notified})
     return outcome
 
@@ -25,6 +25,6 @@ def request(event: StageEvent, context: LambdaContext, settings: ReviewRequestSe
 def keep_alive(event: dict[str, Any], context: LambdaContext, settings: KeeperSettings) -> dict[str, Any]:
     """Scheduled: heartbeat every review that still stands, and fail the task of any whose
     plan went stale so the run replans instead of waiting for an approval it must refuse."""
-    result = workflow(settings).keep_reviews_alive()
+    result = assembly.workflow(settings).keep_reviews_alive()
     logger.info("pending reviews checked", extra=result)
     return result

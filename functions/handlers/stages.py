@@ -10,7 +10,7 @@ from agentledger.config import BuildSettings, WorkflowSettings
 from agentledger.models import Stage
 
 from .events import StageEvent
-from .wiring import lambda_handler, logger, workflow
+from .wiring import assembly, lambda_handler, logger
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
@@ -18,7 +18,7 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 def stage_handler(stage: Stage, settings: type[WorkflowSettings] = WorkflowSettings) -> Handler:
     def handle(event: StageEvent, context: LambdaContext, loaded: WorkflowSettings) -> dict[str, Any]:
         logger.append_keys(stage=stage.value, execution=event.execution)
-        outcome = workflow(loaded).run_stage(stage, event.run_id, event.execution, event.task_token)
+        outcome = assembly.workflow(loaded).run_stage(stage, event.run_id, event.execution, event.task_token)
         logger.info("stage finished", extra={"outcome": outcome})
         return outcome
 

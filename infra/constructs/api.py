@@ -14,8 +14,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 from pydantic import BaseModel
 
+from agentledger.api_contract import ErrorBody
 from agentledger.limits import START_RATE, retry_after_s
-from agentledger.service import ErrorBody
 from infra.constructs.functions import LOG_RETENTION
 
 STAGE_NAME = "v1"  # the API's version; the environment is the stack's, not the stage's

@@ -19,7 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from agentledger import metric_names
-from agentledger.agent.planner import DEFAULT_GENERATION_RUNS
+from agentledger.generation import DEFAULT_GENERATION_RUNS
 from agentledger.source import UPLOAD_PREFIX, ArchiveLimits
 from infra import LAMBDA_PACKAGES, lambda_code_root
 from infra.constructs.build_sandbox import BuildSandbox

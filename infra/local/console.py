@@ -42,8 +42,8 @@ import boto3
 
 from agentledger.adapters.dynamodb_ledger import LedgerStore
 from agentledger.adapters.stepfunctions import execution_arn
+from agentledger.api_contract import RUN_ID_PATTERN, ErrorBody
 from agentledger.errors import RunNotFoundError
-from agentledger.service import RUN_ID_PATTERN, ErrorBody
 from infra import CONSOLE_STATIC_DIR, STATE_MACHINE_FILE
 
 from .principals import LocalPrincipal

@@ -23,7 +23,7 @@ from moto.core.config import default_user_config
 
 from agentledger import faults
 from agentledger.adapters.stepfunctions import execution_arn
-from agentledger.service import ErrorBody
+from agentledger.api_contract import ErrorBody
 
 from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale
 from .codebuild import LocalCodeBuild
@@ -56,7 +56,7 @@ RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1, BUILD_ENDED_HANDLER: 
 # What the functions sign with, as a Lambda function signs with its role's credentials: a key no
 # one else holds, so the loopback S3 endpoint can take the links and grants they sign and nothing
 # else (a fixed key, like moto's own, would let any local process sign its own). One per process:
-# the functions' clients outlive a runtime (wiring caches them per configuration).
+# the functions' clients outlive a runtime (handlers/assembly.py caches them per configuration).
 FUNCTION_CREDENTIALS = Credentials(f"ASIA{secrets.token_hex(8).upper()}", secrets.token_urlsafe(30),
                                    secrets.token_urlsafe(48))
 

@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from agentledger.api_contract import ErrorBody, run_id_for
 from agentledger.faults import CRASH_HEADER, parse_crash
 from agentledger.hidden_text import printable
 from agentledger.limits import START_RATE, StartRate, retry_after_s
-from agentledger.service import ErrorBody, run_id_for
 
 from .console import PREFIX as CONSOLE_PREFIX
 from .console import Console, with_security_headers

@@ -8,8 +8,8 @@ import re
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from agentledger.api_contract import CreateRunRequest, ErrorBody, ReviewRequest
 from agentledger.limits import START_RATE
-from agentledger.service import CreateRunRequest, ErrorBody, ReviewRequest
 from infra import PROJECT_ROOT
 from infra.constructs.api import resolver_routes
 

@@ -30,8 +30,8 @@ from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.agent import BedrockPlanner, BedrockSettings, PlanBrief, inspect_repository, snapshot_directory
 from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.agent.executor import render_test_files
-from agentledger.agent.planner import GenerationSettings
 from agentledger.buildkit.layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
+from agentledger.generation import GenerationSettings
 from agentledger.models import BuildRequest, Run, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config

@@ -65,7 +65,7 @@ def _error_code(body: bytes) -> str:
 
 
 def _links(runtime: LocalRuntime, credentials: Credentials = FUNCTION_CREDENTIALS) -> Any:
-    """A client signing links as the functions' link client does (wiring.py), with `credentials`."""
+    """A client signing links as the functions' link client does (handlers/assembly.py), with `credentials`."""
     assert runtime.s3_endpoint is not None
     return boto3.client("s3", region_name=REGION, endpoint_url=runtime.s3_endpoint.url,
                         aws_access_key_id=credentials.access_key, aws_secret_access_key=credentials.secret_key,

@@ -6,14 +6,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from agentledger.service import (
-    RUN_ID_PATTERN,
-    CreateRunRequest,
-    ReviewRequest,
-    resume_execution_name,
-    run_id_for,
-    start_execution_name,
-)
+from agentledger.api_contract import RUN_ID_PATTERN, CreateRunRequest, ReviewRequest, run_id_for
+from agentledger.service import resume_execution_name, start_execution_name
 
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")  # a Step Functions execution name
 

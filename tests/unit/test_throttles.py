@@ -128,7 +128,7 @@ def test_a_throttle_that_cannot_be_armed_says_what_can(spec: str, says: str) -> 
 
 
 def _functions_client(board: ThrottleSwitchboard, service: str) -> tuple[Any, list[tuple[str, str, str]]]:
-    """A client configured as the functions' are (handlers/wiring.py), and the throttles it reports."""
+    """A client configured as the functions' are (handlers/assembly.py), and the throttles it reports."""
     reported: list[tuple[str, str, str]] = []
     return report_throttles(_served_by(board, service, RETRY_CONFIG), lambda *throttled: reported.append(throttled)), \
         reported

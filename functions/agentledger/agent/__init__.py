@@ -22,8 +22,6 @@ from agentledger.agent.inventory import (
 from agentledger.agent.planner import (
     DocstringExamplePlanner,
     Example,
-    GenerationLimits,
-    GenerationSettings,
     ModelCall,
     Plan,
     PlanBrief,
@@ -33,6 +31,7 @@ from agentledger.agent.planner import (
     SkippedTarget,
     repository_config,
 )
+from agentledger.generation import GenerationLimits, GenerationSettings
 from agentledger.source import ArchiveError, SourceSnapshot, changed_files, extract_tarball, snapshot_directory
 
 __all__ = [

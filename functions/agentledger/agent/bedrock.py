@@ -19,7 +19,6 @@ from pydantic import BaseModel, Field, ValidationError
 from agentledger.agent import java
 from agentledger.agent.inventory import Inventory, module_import_path
 from agentledger.agent.planner import (
-    GenerationLimits,
     ModelCall,
     Plan,
     PlanBrief,
@@ -30,6 +29,7 @@ from agentledger.agent.planner import (
     repository_config,
 )
 from agentledger.fingerprints import sha256_bytes
+from agentledger.generation import GenerationLimits
 from agentledger.source import SourceSnapshot, is_safe_relative_path
 
 PLAN_TOOL = "submit_plan"

@@ -25,6 +25,7 @@ from agentledger.agent.inventory import (
     parse_module,
 )
 from agentledger.fingerprints import digest, sha256_bytes
+from agentledger.generation import GenerationLimits, GenerationSettings
 from agentledger.source import SourceSnapshot, is_safe_relative_path
 from agentledger.testrun.config import ConfigError, TestRunConfig, load_config
 
@@ -83,36 +84,6 @@ class ModelCall(BaseModel):
     output_tokens: int
     latency_ms: int
     estimated_cost_usd: float = 0.0
-
-
-DEFAULT_GENERATION_RUNS = 5  # TestGen-LLM's: a test that passes five runs in a row is not flaky there
-MAX_GENERATION_RUNS = 20
-
-
-class GenerationSettings(BaseModel):
-    """How the execute stage's build writes and checks candidates: part of what is approved."""
-
-    model_config = ConfigDict(frozen=True)
-
-    seed: int  # Pynguin's and the shuffled suite's, from the run: the same inputs give the same tests
-    module_seconds: int  # Pynguin's search budget for one module
-    run_seconds: int  # and for the whole run
-    iterations: int  # Pynguin's bound that ends a search the same way every time
-    random_order: bool  # the suite runs shuffled when candidates are checked with it
-    # How many runs in a row a candidate must pass, alone and with the suite (plans recorded before
-    # it was a setting asked for five).
-    runs: int = DEFAULT_GENERATION_RUNS
-
-
-class GenerationLimits(BaseModel):
-    """The deployment's caps on what a repository may ask of test generation, and the defaults."""
-
-    model_config = ConfigDict(frozen=True)
-
-    module_seconds: int = Field(default=60, gt=0)
-    run_seconds: int = Field(default=600, gt=0)
-    iterations: int = Field(default=1000, gt=0)
-    runs: int = Field(default=DEFAULT_GENERATION_RUNS, ge=1, le=MAX_GENERATION_RUNS)
 
 
 class Plan(BaseModel):

@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import metric_names
 from ..agent import Plan, PlanItem, java
 from ..agent.inventory import importable_name
-from ..agent.planner import GenerationLimits, GenerationSettings, run_seed
+from ..agent.planner import run_seed
 from ..buildkit import layout
 from ..buildkit.generation import join_test_file, split_test_file
 from ..errors import GenerationFailedError, HiddenTextError
 from ..fingerprints import digest
+from ..generation import GenerationLimits, GenerationSettings
 from ..hidden_text import described, hidden_characters, printable
 from ..models import ArtifactRef, Run, Stage, TestRun
 from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
