@@ -38,6 +38,11 @@ PROFILES_DIR = Path(tempfile.mkdtemp(prefix="agentledger-e2e-profiles-"))
 CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR,
                    "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(PROFILES_DIR)}
 REQUESTER, REVIEWER, OPERATOR = "agentledger-requester", "agentledger-reviewer", "agentledger-operator"
+# The stack every e2e `serve` deploys, unless a test is about another (one context, one synthesis):
+# the docstring-example writer, since every e2e run but test_generation.py's would otherwise spend
+# Pynguin's search budget (those repositories choose Pynguin themselves); and a candidate passes
+# two runs in a row, not five, since what the e2e tests show does not hang on the count.
+E2E_CONTEXT = ("-c", "planner=doctest", "-c", "generationRuns=2")
 
 CALCULATOR = '''\
 """A calculator."""
@@ -115,9 +120,7 @@ def run_cli(*args: str, environment: dict[str, str] | None = None) -> CliResult:
 @pytest.fixture(scope="session")
 def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`agentledger serve` on a free port; on teardown Ctrl-C must stop it cleanly (exit 0)."""
-    # The docstring-example writer: every e2e run but test_generation.py's would otherwise spend
-    # Pynguin's search budget; those repositories choose Pynguin themselves.
-    with served(tmp_path_factory.mktemp("serve"), CLI_ENVIRONMENT, "-c", "planner=doctest") as url:
+    with served(tmp_path_factory.mktemp("serve"), CLI_ENVIRONMENT, *E2E_CONTEXT) as url:
         yield url
 
 

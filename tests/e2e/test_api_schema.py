@@ -17,7 +17,7 @@ from tests.signing import SignedBy
 
 from .conftest import OPERATOR, PROFILES_DIR, REQUESTER, REVIEWER
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = pytest.mark.e2e
 
 # Each operation signed by the duty that calls it; the rest by the requester. None of these callers
 # requested the runs they review, so no answer here is a 403.

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from .conftest import CLI_ENVIRONMENT, CliResult, http, run_cli, served
+from .conftest import CLI_ENVIRONMENT, E2E_CONTEXT, CliResult, http, run_cli, served
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("console")]
 
@@ -90,7 +90,7 @@ def awaiting_review(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     repository = root / "roles"
     repository.mkdir()
     (repository / "roles.py").write_text(ROLES, encoding="utf-8")
-    with served(root, environment, "-c", "planner=doctest") as url:
+    with served(root, environment, *E2E_CONTEXT) as url:
         sign_in = _requester_sign_in(root / "stdout")
         run_id = run_cli("run", str(repository), "--request", REQUEST, "--api", url, "--json",
                          environment=environment).json()["run_id"]

@@ -18,7 +18,7 @@ from agentledger.service import run_id_for
 from infra.local.principals import principal_arn
 from tests.resident_memory import memory_mib
 
-from .conftest import CALCULATOR, CLI_ENVIRONMENT, http, run_cli, served, serving_process
+from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, http, run_cli, served, serving_process
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("concurrent_runs")]
 RUNS = 10
@@ -35,7 +35,7 @@ def test_ten_runs_started_at_once_all_reach_review(tmp_path: Path) -> None:
     keys = [str(uuid.uuid4()) for _ in repositories]
     # The review keeper every 5 s, as `serve` runs it unless told otherwise. The doctest writer:
     # what is shown is the workflow under load, not ten Pynguin searches on two cores.
-    with served(tmp_path, environment, "--keeper-interval", "5", "-c", "planner=doctest") as url:
+    with served(tmp_path, environment, "--keeper-interval", "5", *E2E_CONTEXT) as url:
         memory_at_start = memory_mib("VmRSS", serving_process(url))
 
         def create(repository: Path, key: str) -> tuple[int, str | None]:

@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 
 from tests.samples import write_sample_repository
 
-from .conftest import CLI_ENVIRONMENT, CliResult, http, run_cli, served
+from .conftest import CLI_ENVIRONMENT, E2E_CONTEXT, CliResult, http, run_cli, served
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("console")]
 
@@ -77,7 +77,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     root = tmp_path_factory.mktemp("console")
     profiles = root / "profiles"
     environment = {**CLI_ENVIRONMENT, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(profiles)}
-    with served(root, environment, "-c", "planner=doctest") as url:
+    with served(root, environment, *E2E_CONTEXT) as url:
         links = _sign_in_links(root / "stdout")
 
         def cli(*args: str) -> CliResult:

@@ -19,7 +19,7 @@ from infra.local.runtime import LOCAL_GITHUB_REPOSITORY, LOCAL_GITHUB_TOKEN
 
 from .conftest import REVIEWER, CliResult, assert_one_line_error, http, run_cli, wait_for_status
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = pytest.mark.e2e
 Cli = Callable[..., CliResult]
 
 

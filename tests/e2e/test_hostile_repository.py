@@ -31,7 +31,7 @@ from tests.resident_memory import memory_mib, reset_peak
 
 from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli, serving_process
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = pytest.mark.e2e
 
 Cli = Callable[..., CliResult]
 ATTEMPTS = ("read_profiles", "read_environ", "connect_api", "use_s3_endpoint", "connect_other_port",

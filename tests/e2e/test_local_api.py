@@ -9,6 +9,7 @@ import tempfile
 import urllib.request
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from infra.local.faults import CRASH_POINTS
 from infra.local.profiles import instance_profiles_dir
 
 from .conftest import (
+    CALCULATOR,
+    E2E_CONTEXT,
     OPERATOR,
     PROFILES_DIR,
     REQUESTER,
@@ -31,19 +34,37 @@ from .conftest import (
     wait_for_status,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = pytest.mark.e2e
 
 STAGES = ["inspect", "plan", "execute", "verify", "await_review", "complete"]
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 Cli = Callable[..., CliResult]
 
 
-def test_run_wait_stops_at_review_with_the_first_four_stages_complete(awaiting_review: dict[str, Any],
-                                                                      repository: Path) -> None:
+@dataclass(frozen=True)
+class SharedReview:
+    repository: Path
+    view: dict[str, Any]  # the run's view as `run --wait` printed it
+
+
+@pytest.fixture(scope="module")
+def read_only_review(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> SharedReview:
+    """One run waiting for review that the tests which only read it share: each driving its own to
+    review was most of this file's time."""
+    repository = tmp_path_factory.mktemp("read-only") / "calculator"
+    repository.mkdir()
+    (repository / "calc.py").write_text(CALCULATOR)
+    waiting = run_cli("run", str(repository), "--wait", "--request", "write tests for calc", "--api", api_url,
+                      "--json").json()
+    return SharedReview(repository, waiting)
+
+
+def test_run_wait_stops_at_review_with_the_first_four_stages_complete(read_only_review: SharedReview) -> None:
+    awaiting_review = read_only_review.view
     run, stages = awaiting_review["run"], awaiting_review["stages"]
 
     assert run["status"] == "awaiting_review"
-    assert run["repository"] == str(repository)
+    assert run["repository"] == str(read_only_review.repository)
     assert run["request"] == "write tests for calc"
     assert [stages[name]["status"] for name in STAGES[:4]] == ["complete"] * 4
     assert stages["await_review"]["status"] == "running"
@@ -99,7 +120,8 @@ def test_human_views_render_without_json(api_url: str, awaiting_review: dict[str
     assert run_id in runs.stdout.splitlines()[1]
 
 
-def test_review_with_an_old_plan_digest_is_refused(cli: Cli, api_url: str, awaiting_review: dict[str, Any]) -> None:
+def test_review_with_an_old_plan_digest_is_refused(cli: Cli, api_url: str, read_only_review: SharedReview) -> None:
+    awaiting_review = read_only_review.view
     run_id = awaiting_review["run"]["run_id"]
 
     refused = cli("review", run_id, "--approve", "--plan-digest", "sha256:old", "--profile", REVIEWER)
@@ -446,8 +468,9 @@ def test_a_run_from_another_bucket_or_prefix_is_refused_naming_the_rule(api_url:
 
 # --- a good Unix tool ------------------------------------------------------------------------------
 
-def test_artifact_and_diff_print_what_the_run_recorded(cli: Cli, api_url: str, awaiting_review: dict[str, Any],
+def test_artifact_and_diff_print_what_the_run_recorded(cli: Cli, api_url: str, read_only_review: SharedReview,
                                                         tmp_path: Path) -> None:
+    awaiting_review = read_only_review.view
     run_id = awaiting_review["run"]["run_id"]
     diff = run_cli("diff", run_id, "--api", api_url)
     assert diff.exit_code == 0 and diff.stdout.startswith("---") and "+++ " in diff.stdout
@@ -463,12 +486,12 @@ def test_artifact_and_diff_print_what_the_run_recorded(cli: Cli, api_url: str, a
     assert_one_line_error(unknown, "no artifact named 'nope.txt'", "test-output.txt")
 
 
-def test_a_closed_pipe_is_quiet(api_url: str, awaiting_review: dict[str, Any]) -> None:
+def test_a_closed_pipe_is_quiet(api_url: str, read_only_review: SharedReview) -> None:
     import subprocess  # noqa: PLC0415
 
     from .conftest import CLI_COMMAND, CLI_ENVIRONMENT, PROJECT_ROOT  # noqa: PLC0415
 
-    run_id = awaiting_review["run"]["run_id"]
+    run_id = read_only_review.view["run"]["run_id"]
     # The reader goes away before the CLI has written anything, so every write meets a closed pipe.
     shown = subprocess.Popen([*CLI_COMMAND, "show", run_id, "--api", api_url], cwd=PROJECT_ROOT,
                              env=CLI_ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -488,7 +511,8 @@ def test_wait_exits_3_when_the_run_needs_a_person(cli: Cli, repository: Path) ->
 # --- what a person reads before approving ---------------------------------------------------------
 
 def test_show_opens_with_a_summary_of_what_was_asked_planned_written_and_shown(
-        api_url: str, awaiting_review: dict[str, Any]) -> None:
+        api_url: str, read_only_review: SharedReview) -> None:
+    awaiting_review = read_only_review.view
     brief = awaiting_review["summary"]
     assert brief["request"] == "write tests for calc"
     assert brief["plan"]["targets"] == brief["tests"]["written"] >= 1
@@ -502,7 +526,8 @@ def test_show_opens_with_a_summary_of_what_was_asked_planned_written_and_shown(
 
 
 def test_review_without_a_decision_shows_what_is_approved_and_needs_a_terminal_to_ask(
-        api_url: str, awaiting_review: dict[str, Any]) -> None:
+        api_url: str, read_only_review: SharedReview) -> None:
+    awaiting_review = read_only_review.view
     run_id = awaiting_review["run"]["run_id"]
     result = run_cli("review", run_id, "--api", api_url, "--profile", REVIEWER)
     assert result.exit_code == 1
@@ -555,7 +580,7 @@ def test_serve_takes_the_stacks_context_as_cdk_deploy_does(tmp_path: Path, repos
 
     profiles = tmp_path / "profiles"
     environment = {**CLI_ENVIRONMENT, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(profiles)}
-    with served(tmp_path, environment, "-c", "allowSelfApproval=true", "-c", "planner=doctest") as url:
+    with served(tmp_path, environment, "-c", "allowSelfApproval=true", *E2E_CONTEXT) as url:
         waited = run_cli("run", str(repository), "--wait", "--api", url, "--json", environment=environment)
         run_id = json.loads(waited.stdout)["run"]["run_id"]
         approved = run_cli("review", run_id, "--approve", "--api", url, "--json", environment=environment)

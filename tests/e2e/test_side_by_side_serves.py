@@ -11,7 +11,7 @@ import pytest
 
 from infra.local.profiles import instance_profiles_dir
 
-from .conftest import CALCULATOR, CLI_ENVIRONMENT, REVIEWER, CliResult, run_cli, served, wait_for_status
+from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, REVIEWER, CliResult, run_cli, served, wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("side_by_side_serves")]
 REVIEW_TIMEOUT_S = 600  # ends a broken run; two serves' builds share two cores
@@ -31,7 +31,7 @@ def test_two_serves_on_one_machine_each_sign_for_and_show_only_their_own_runs(tm
 
     with contextlib.ExitStack() as serving:
         # One after the other: the second writes its profiles once the first's are in use.
-        urls = [serving.enter_context(served(tmp_path / name, environment, "-c", "planner=doctest"))
+        urls = [serving.enter_context(served(tmp_path / name, environment, *E2E_CONTEXT))
                 for name in names]
         for name, url in zip(names, urls, strict=True):
             callers = next(line for line in (tmp_path / name / "stdout").read_text().splitlines()

@@ -32,7 +32,7 @@ def broken_assembly(mistake: str) -> Path:
 def main(mistake: str) -> None:
     runtime = LocalRuntime(assembly=broken_assembly(mistake), repository_roots=(Path(tempfile.gettempdir()),)).start()
     try:
-        repo = write_sample_repository(Path(tempfile.mkdtemp()) / "repo")
+        repo = write_sample_repository(Path(tempfile.mkdtemp()) / "repo", packaged=False)
         created = runtime.call_api("POST", "/runs", body={"repository": str(repo), "request": "tests"},
                                    caller=principal_arn("requester")).json()
         status = runtime.wait_for_execution(f"{created['run_id']}-start", timeout_s=60)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def sample_repo(tmp_path: Path) -> Path:
-    return write_sample_repository(tmp_path / "sample-repo")
+    """The sample without its packaging: the durable layer's properties need a real build, not a
+    project installed into a venv of its own in every test (tests/e2e and the bench install it)."""
+    return write_sample_repository(tmp_path / "sample-repo", packaged=False)
 
 
 @pytest.fixture(scope="session")
@@ -31,9 +33,11 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
 
     # The agent is chosen as a user chooses it: the `agent` context key of the synthesized stack.
     # The tests' repositories lie under the temporary directory, which they allow as `--allow-root` would.
+    # A candidate passes two runs in a row, not five: the filters' counting is the unit tests'
+    # (tests/unit/buildkit/test_generation.py); here the durable layer needs a real build of them.
     local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
                          repository_roots=(Path(tempfile.gettempdir()),),
-                         context={"agent": counting_agent.SPEC}).start()
+                         context={"agent": counting_agent.SPEC, "generationRuns": "2"}).start()
     yield local
     local.stop()
 

@@ -157,7 +157,7 @@ def api(runtime, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     repositories = tmp_path_factory.mktemp("repositories")
     driver = Driver(runtime)
     finished = driver.start(_directory(repositories / "empty"))
-    awaiting = driver.start(write_sample_repository(repositories / "sample"))
+    awaiting = driver.start(write_sample_repository(repositories / "sample", packaged=False))
     needs_person = driver.start(_directory(repositories / "crashing"), crash="inspect:before_work")
     assert driver.wait(finished)["run"]["status"] == "complete"
     waiting = driver.wait(awaiting)

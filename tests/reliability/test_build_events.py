@@ -16,7 +16,7 @@ FALLBACK_S = 2
 
 
 def test_a_build_end_that_never_arrives_costs_a_late_look_not_the_run(driver, runtime, tmp_path, monkeypatch):
-    repository = write_sample_repository(tmp_path / "slow")
+    repository = write_sample_repository(tmp_path / "slow", packaged=False)
     (repository / "tests" / "test_slow.py").write_text(
         f"import time\n\n\ndef test_slow():\n    time.sleep({SLOW_SUITE_S})\n")
     monkeypatch.setattr(builds, "BUILD_END_FALLBACK_SECONDS", FALLBACK_S)
@@ -36,7 +36,7 @@ def test_a_build_end_that_never_arrives_costs_a_late_look_not_the_run(driver, ru
 
 
 def test_each_build_end_wakes_its_stage_once_whatever_the_build_takes(driver, runtime, tmp_path):
-    repository = write_sample_repository(tmp_path / "slow")
+    repository = write_sample_repository(tmp_path / "slow", packaged=False)
     (repository / "tests" / "test_slow.py").write_text(
         f"import time\n\n\ndef test_slow():\n    time.sleep({SLOW_SUITE_S})\n")
 

@@ -86,7 +86,7 @@ def test_a_project_at_its_concurrent_build_limit_refuses_a_build_and_verify_star
     monkeypatch.setitem(runtime.codebuild.build_limits, project, 1)
     # The waiting stage's own looks would find the room too: only the build's end may give it here.
     monkeypatch.setattr(builds, "ROOM_FIRST_LOOK_SECONDS", builds.ROOM_FALLBACK_SECONDS)
-    slow = write_sample_repository(tmp_path / "slow")
+    slow = write_sample_repository(tmp_path / "slow", packaged=False)
     (slow / "tests" / "test_slow.py").write_text(f"import time\n\n\ndef test_slow():\n    time.sleep({SLOW_SUITE_S})\n")
     reported_before = _throttles_reported(runtime, "codebuild")
 
@@ -95,7 +95,7 @@ def test_a_project_at_its_concurrent_build_limit_refuses_a_build_and_verify_star
     while not runtime.codebuild.builds_for(holding, "execute") and time.monotonic() < deadline:
         time.sleep(0.2)
     [held] = runtime.codebuild.builds_for(holding, "execute")  # the test writer's build, which runs the suite
-    waiting = driver.start(write_sample_repository(tmp_path / "quick"))
+    waiting = driver.start(write_sample_repository(tmp_path / "quick", packaged=False))
 
     assert driver.wait(waiting)["run"]["status"] == "awaiting_review"
     assert driver.wait(holding)["run"]["status"] == "awaiting_review"

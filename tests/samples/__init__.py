@@ -14,8 +14,17 @@ MAVEN_CANDIDATES = SAMPLES_DIR / "shapes_maven_candidates"
 EDITED_FILE = "textkit/slug.py"
 
 
-def write_sample_repository(root: Path) -> Path:
+# What the durable layer's tests need of the sample's pyproject.toml: its agentledger table alone. Without
+# a project to build, its install fetches pytest and nothing of the repository's, so every copy's builds
+# share one cached venv and build nothing (workflow/builds.py: cache_key).
+UNPACKAGED_PYPROJECT = "[tool.agentledger]\ngeneration_module_seconds = 15\n"
+
+
+def write_sample_repository(root: Path, packaged: bool = True) -> Path:
+    """The textkit sample; `packaged=False`: its modules and suite without the project's packaging."""
     shutil.copytree(TEXTKIT, root, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    if not packaged:
+        (root / "pyproject.toml").write_text(UNPACKAGED_PYPROJECT)
     return root
 
 
