@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: install sandbox-tools java-tools browser-tools lint test test-unit test-integration synth demo bench agent-report serve clean
+.PHONY: install sandbox-tools java-tools browser-tools lint test test-unit test-others test-integration synth demo bench bench-full agent-report serve clean
 
 install: $(STAMP) sandbox-tools java-tools browser-tools
 
@@ -72,8 +72,16 @@ lint: install
 	$(BIN)/ruff check functions infra tests
 	$(BIN)/mypy
 
-# Lint, then the unit tests as test-unit runs them, then every other kind.
-test: lint test-unit
+# Lint, then the unit tests as test-unit runs them, then every other kind; its duration at the end
+# (the install, on a fresh clone, not counted).
+test: install
+	@started=$$(date +%s); \
+	$(MAKE) --no-print-directory lint test-unit test-others; status=$$?; \
+	echo "make test: $$([ $$status = 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - started )) s"; \
+	exit $$status
+
+# Integration, infra, reliability and e2e tests.
+test-others: install
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider --ignore=tests/unit tests
 
 # Every test under tests/unit, with moto unimportable and the network blocked (tests/offline.py).
@@ -94,8 +102,13 @@ demo: install
 serve: install
 	$(BIN)/agentledger serve
 
+# Every phase at one commit, at sizes that fit in 20 minutes on two cores; bench-full at the sizes
+# the targets name (200 runs at once, 10,000 files), over an hour.
 bench: install
 	$(BIN)/python -m tests.bench
+
+bench-full: install
+	$(BIN)/python -m tests.bench --full
 
 agent-report: install
 	$(BIN)/python -m tests.agent_report

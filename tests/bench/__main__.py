@@ -16,8 +16,11 @@
 
 Each target is printed beside its figure with a mark, never asserted. The exit status is non-zero
 only if the bench itself crashed (a phase raised): a missed target, or a run handed to a person,
-is a figure in the report. `--quick` shrinks every size for development; `make bench` runs the
-full sizes. Progress goes to stderr, one line per phase; the report goes to stdout."""
+is a figure in the report. `make bench` runs every phase at sizes that fit in 20 minutes on two
+cores; `make bench-full` (`--full`) at the sizes the targets name (200 runs at once, 10,000 files),
+over an hour; `--quick` shrinks every size for developing the bench. A target measured at a smaller
+size is printed with that size and no mark. Progress goes to stderr, one line per phase; the
+report goes to stdout."""
 from __future__ import annotations
 
 import argparse
@@ -62,6 +65,8 @@ class Sizes:
 
 FULL = Sizes(suite_s=10.0, repeats=3, repository_files=(100, 1_000, 10_000), concurrent_runs=200, import_repeats=3,
              page_loads=5)
+DEFAULT = Sizes(suite_s=5.0, repeats=1, repository_files=(100, 1_000), concurrent_runs=25, import_repeats=3,
+                page_loads=3)
 QUICK = Sizes(suite_s=1.0, repeats=1, repository_files=(100, 1_000), concurrent_runs=10, import_repeats=1,
               page_loads=2)
 
@@ -165,11 +170,13 @@ DEPENDS_ON = {"engine": "requests", "cost": "requests", "console": "scale"}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for developing the bench")
+    sized = parser.add_mutually_exclusive_group()
+    sized.add_argument("--full", action="store_true", help="the sizes the targets name (over an hour)")
+    sized.add_argument("--quick", action="store_true", help="small sizes, for developing the bench")
     parser.add_argument("--only", type=lambda text: set(text.split(",")), default=None,
                         help="comma-separated phases: " + ",".join(phase.name for phase in PHASES))
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else FULL
+    sizes = FULL if args.full else QUICK if args.quick else DEFAULT
     wanted = None if args.only is None else args.only | {DEPENDS_ON[name] for name in args.only if name in DEPENDS_ON}
     phases = [phase for phase in PHASES if wanted is None or phase.name in wanted]
     counter = RequestCounter()
