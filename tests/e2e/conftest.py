@@ -168,13 +168,19 @@ def _wait_until_answering(server: subprocess.Popen[bytes], url: str, logs: Path)
         if server.poll() is not None:
             pytest.fail(f"`agentledger serve` exited {server.returncode}:\n{(logs / 'stderr').read_text()[-3000:]}")
         try:
-            # Answering (unsigned, so refused) means the stack is up and the profiles are written.
-            if http(url, "GET", "/runs", profile=None).status == 403:
+            # Answering (unsigned, so refused) means the stack is up and the profiles are written;
+            # what it says of them, a user reads in the lines it prints once it answers.
+            if http(url, "GET", "/runs", profile=None).status == 403 and _announced(logs / "stdout"):
                 return
         except (urllib.error.URLError, ConnectionError):
             pass
         time.sleep(0.5)
-    pytest.fail(f"`agentledger serve` did not answer within {SERVER_START_TIMEOUT_S}s")
+    pytest.fail(f"`agentledger serve` did not answer and say where its callers' profiles are within "
+                f"{SERVER_START_TIMEOUT_S}s")
+
+
+def _announced(stdout: Path) -> bool:
+    return any(line.startswith("console: ") for line in stdout.read_text().splitlines())
 
 
 @pytest.fixture
