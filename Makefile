@@ -69,7 +69,7 @@ $(STAMP): pyproject.toml
 
 # ruff (rules in pyproject.toml) over the code and tests, mypy over functions/: both at 0 findings.
 lint: install
-	$(BIN)/ruff check functions infra tests
+	$(BIN)/ruff check functions infra tests docs
 	$(BIN)/mypy
 
 # Lint, the documentation site, then the unit tests as test-unit runs them, then every other kind;
