@@ -34,3 +34,13 @@ class GenerationLimits(BaseModel):
     run_seconds: int = Field(default=600, gt=0)
     iterations: int = Field(default=1000, gt=0)
     runs: int = Field(default=DEFAULT_GENERATION_RUNS, ge=1, le=MAX_GENERATION_RUNS)
+
+    def bound(self, settings: GenerationSettings) -> GenerationSettings:
+        """An agent's settings within these caps. A plug-in agent plans with whatever limits it was
+        built with; how many runs in a row a candidate must pass is the deployment's alone."""
+        return settings.model_copy(update={
+            "module_seconds": min(settings.module_seconds, self.module_seconds),
+            "run_seconds": min(settings.run_seconds, self.run_seconds),
+            "iterations": min(settings.iterations, self.iterations),
+            "runs": self.runs,
+        })

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from agentledger import metric_names
-from agentledger.agent import Execution, Plan, PlanItem
+from agentledger.agent import DocstringExamplePlanner, Execution, Plan, PlanItem, ReferenceAgent
 from agentledger.buildkit import layout
 from agentledger.errors import GenerationFailedError, HiddenTextError
 from agentledger.faults import SimulatedCrash
+from agentledger.generation import GenerationLimits
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.states import BuildStatus
 from agentledger.workflow.writing import BuildResult, CandidateResult, without_hidden_text
@@ -316,3 +317,20 @@ def test_a_generation_build_that_failed_says_why_in_the_handoff_as_the_build_ser
                                                 "Cause": json.dumps({"errorMessage": str(failed.value)})}, "execute")
     handoff = next(d for d in world.ledger.load(run_id).decisions if d.kind == "handoff")
     assert "the cache entry is not writable" in json.dumps(handoff.details)
+
+
+def test_a_plug_in_agent_s_plan_is_held_to_the_deployment_s_generation_settings(tmp_path: Path) -> None:
+    """A plug-in agent built with limits of its own asks for a longer search and fewer runs in a
+    row; the deployment's caps and its count of runs are what the build is told."""
+    lenient = GenerationLimits(module_seconds=600, run_seconds=6000, iterations=10**6, runs=1)
+    world = build_world(tmp_path, agent=ReferenceAgent(planner=DocstringExamplePlanner(lenient)))
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
+
+    ledger = world.ledger.load(run_id)
+    [ref] = [a for a in ledger.artifacts if a.name == "plan.json" and a.key in ledger.stages["plan"].outputs]
+    generation = world.artifacts.get_json(ref)["generation"]
+    deployment = world.settings.generation_limits
+    # The sample repository asks for 15 s per module, within both.
+    assert (generation["module_seconds"], generation["run_seconds"], generation["iterations"], generation["runs"]) == (
+        15, deployment.run_seconds, deployment.iterations, deployment.runs)

@@ -123,6 +123,8 @@ class StageWork:
             # What the plan read must be the tree its evidence names, or the cheap freshness
             # check (the tree's digest is unchanged) would vouch for bytes nobody hashed.
             raise StaleContextError(f"files changed while the plan was made: {', '.join(changed_meanwhile[:10])}")
+        if plan.generation is not None:
+            plan = plan.model_copy(update={"generation": self.settings.generation_limits.bound(plan.generation)})
         calls = self._record_model_calls(ctx.run.run_id, plan.model_calls)
         ref = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "plan.json", plan.approved_content())
         read = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "files-read.json", plan.files_read)
