@@ -52,7 +52,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from moto.codebuild import responses as codebuild_responses
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.exceptions import JsonRESTError
@@ -106,7 +105,6 @@ BUILD_USER = "agentledger-build"
 ROOT_HOME = Path("/root")
 UNSAFE_WARNING = ("agentledger: UNSAFE: this build runs without a sandbox (--unsafe-local-builds): the code under "
                   "test runs as serve's user, sees this machine's files and processes and can reach every local port")
-_MOTO_START_BUILD = CodeBuildResponse.start_build
 
 
 @dataclass(frozen=True)
@@ -185,60 +183,37 @@ class LocalCodeBuild:
     def forward_port(self, port: int) -> None:
         self.forwarded_port = port
 
-    # -- moto's seams ------------------------------------------------------------------------
-    def install(self, runs_project: Callable[[str], bool]) -> Callable[[], None]:
-        """Run the builds of the projects `runs_project` claims; any other project's builds go to
-        whatever handled them before (another runner, or moto), so runners nest."""
-        runner = self
-        original_start = CodeBuildResponse.start_build
-        original_start_in_moto = _MOTO_START_BUILD
-        original_batch_get = CodeBuildBackend.batch_get_builds
-        original_stop = CodeBuildBackend.stop_build
-        original_validate_source = codebuild_responses._validate_required_params_source
-
-        def validate_source(source: dict[str, Any]) -> None:
-            # CodeBuild takes a NO_SOURCE project without a location (its buildspec is inline);
-            # moto asks every project for one.
-            if source.get("type") != "NO_SOURCE":
-                original_validate_source(source)
-
+    # -- what moto_seams puts in place of moto's CodeBuild ----------------------------------
+    def build_starter(self, runs_project: Callable[[str], bool], elsewhere: Callable[[CodeBuildResponse], Any],
+                      in_moto: Callable[[CodeBuildResponse], Any]) -> Callable[[CodeBuildResponse], Any]:
+        """`CodeBuildResponse.start_build`: the builds of the projects `runs_project` claims are
+        recorded `in_moto` and run here; any other project's builds go `elsewhere`, to whatever
+        handled them before (another runner, or moto), so runners nest."""
         def start_build(response: CodeBuildResponse) -> Any:
             name = response._get_param("projectName")
             if not runs_project(name):
-                return original_start(response)
-            with runner._admitting:
-                runner._admit(name)
-                result = original_start_in_moto(response)
+                return elsewhere(response)
+            with self._admitting:
+                self._admit(name)
+                result = in_moto(response)
                 backend: CodeBuildBackend = codebuild_backends[response.current_account][response.region]
                 record = backend.build_metadata[name].build_metadata
-                runner._submit(backend, name, record, response)
+                self._submit(backend, name, record, response)
             return result
 
-        def batch_get_builds(backend: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
-            # The records as the sandbox keeps them, instead of moto's "every build SUCCEEDED".
-            return [build for history in backend.build_metadata_history.values() for build in history
-                    if build["id"] in ids]
+        return start_build
 
+    def build_stopper(self, elsewhere: Callable[..., dict[str, Any] | None]) -> Callable[..., dict[str, Any] | None]:
+        """`CodeBuildBackend.stop_build`: this runner's builds are stopped here; any other goes
+        `elsewhere`."""
         def stop_build(backend: CodeBuildBackend, build_id: str) -> dict[str, Any] | None:
-            build = runner._builds.get(build_id)
+            build = self._builds.get(build_id)
             if build is None:
-                return original_stop(backend, build_id)
-            runner._stop(build)
+                return elsewhere(backend, build_id)
+            self._stop(build)
             return build.record
 
-        CodeBuildResponse.start_build = start_build  # type: ignore[method-assign]
-        CodeBuildBackend.batch_get_builds = batch_get_builds  # type: ignore[method-assign]
-        CodeBuildBackend.stop_build = stop_build  # type: ignore[method-assign]
-        codebuild_responses._validate_required_params_source = validate_source
-
-        def uninstall() -> None:
-            codebuild_responses._validate_required_params_source = original_validate_source
-            CodeBuildResponse.start_build = original_start  # type: ignore[method-assign]
-            CodeBuildBackend.batch_get_builds = original_batch_get  # type: ignore[method-assign]
-            CodeBuildBackend.stop_build = original_stop  # type: ignore[method-assign]
-            self.shutdown()
-
-        return uninstall
+        return stop_build
 
     def shutdown(self) -> None:
         with self._lock:
@@ -614,6 +589,24 @@ def build_cache_problem(cache_dir: Path) -> str | None:
     except OSError as error:
         return f"cannot keep the build cache at {cache_dir} (AGENTLEDGER_BUILD_CACHE): {error.strerror or error}"
     return None
+
+
+def batch_get_builds(backend: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
+    """`CodeBuildBackend.batch_get_builds`: the records as the sandbox keeps them, instead of
+    moto's "every build SUCCEEDED"."""
+    return [build for history in backend.build_metadata_history.values() for build in history
+            if build["id"] in ids]
+
+
+def source_check(previous: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """The check of a project's source (moto's `_validate_required_params_source`, `previous`) as
+    CodeBuild makes it: CodeBuild takes a NO_SOURCE project without a location (its buildspec is
+    inline); moto asks every project for one."""
+    def validate_source(source: dict[str, Any]) -> None:
+        if source.get("type") != "NO_SOURCE":
+            previous(source)
+
+    return validate_source
 
 
 def state_change_event(record: dict[str, Any]) -> dict[str, Any]:

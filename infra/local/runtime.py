@@ -25,7 +25,7 @@ from agentledger import faults
 from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.api_contract import ErrorBody
 
-from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale
+from . import environ, lambda_bridge, moto_seams
 from .codebuild import LocalCodeBuild
 from .deploy import DeployedStack, deploy
 from .event_rules import LocalEventRules
@@ -137,20 +137,19 @@ class LocalRuntime:
             undo.callback(_quieten(logging.getLogger("moto.stepfunctions")))
             # The loopback S3 endpoint would log every artifact fetch and upload to the terminal.
             undo.callback(_quieten(logging.getLogger("werkzeug")))
-            undo.callback(dynamodb_lock.install())
-            undo.callback(moto_fixes.install())
-            undo.callback(moto_scale.install())
-            undo.callback(lambda_bridge.install(self.invocation_slots))
+            undo.callback(moto_seams.install_corrections())
+            undo.callback(lambda_bridge.install())
+            undo.callback(moto_seams.run_invocations_here(self.invocation_slots))
             self.crashes.install()
             undo.callback(faults.install, None)
             assembly = self._assembly or synthesize(context=self._context)
             self._mock = mock_aws(config=moto_config(self._extra_environment.get(BEDROCK_PROFILE_VARIABLE)))
             self._mock.start()
             undo.callback(self._mock.stop)
-            undo.callback(self.throttles.install())
+            undo.callback(moto_seams.answer_throttles(self.throttles))
             # After the mock's start, which sets fake keys of its own, and before any client exists.
             undo.callback(_use_credentials(FUNCTION_CREDENTIALS))
-            undo.callback(self.codebuild.install(self._is_test_build_project))
+            undo.callback(moto_seams.run_builds(self.codebuild, self._is_test_build_project))
             self.s3_endpoint = LocalS3Endpoint(self.client("s3"), FUNCTION_CREDENTIALS, REGION).start()
             undo.callback(self.s3_endpoint.stop)
             # The one port of this machine a sandboxed build may reach.

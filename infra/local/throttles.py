@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+    from moto.core.botocore_stubber import BotocoreStubber
 
 # The local API's request header that arms a throttle for the run the request creates.
 THROTTLE_HEADER = "X-Agentledger-Throttle"
@@ -158,13 +159,9 @@ class ThrottleSwitchboard:
                 throttle.passed_after += 1
             return None
 
-    def install(self) -> Callable[[], None]:
-        """Put the switchboard in front of moto's handling of every request; the returned undo
-        takes it away."""
-        from moto.core.botocore_stubber import BotocoreStubber  # noqa: PLC0415 — moto only when a runtime starts
-
-        original = BotocoreStubber.__call__
-
+    def in_front_of(self, handler: Callable[..., AWSResponse | None]) -> Callable[..., AWSResponse | None]:
+        """moto's handler of every request (`BotocoreStubber.__call__`), with the switchboard in
+        front of it: what moto_seams puts in its place."""
         def __call__(stubber: BotocoreStubber, event_name: str, request: AWSPreparedRequest,
                      **kwargs: Any) -> AWSResponse | None:
             if stubber.enabled:
@@ -172,10 +169,9 @@ class ThrottleSwitchboard:
                 answer = self.answer(service_id, operation, _body(request))
                 if answer is not None:
                     return answer.response(service_id, request.url)
-            return original(stubber, event_name, request, **kwargs)
+            return handler(stubber, event_name, request, **kwargs)
 
-        BotocoreStubber.__call__ = __call__  # type: ignore[method-assign]
-        return lambda: setattr(BotocoreStubber, "__call__", original)
+        return __call__
 
 
 def _body(request: AWSPreparedRequest) -> bytes:

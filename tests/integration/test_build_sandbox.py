@@ -40,6 +40,7 @@ from agentledger.testrun.layout import BUILDSPEC, CACHE_PATH_ON_CODEBUILD
 from agentledger.workflow.builds import cache_key, control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
+from infra.local import moto_seams
 from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
 from infra.local.s3_endpoint import LocalS3Endpoint
 from tests.samples import MAVEN_CANDIDATES, write_maven_sample
@@ -133,7 +134,7 @@ def sandbox_on(builds: Path, cache: Path) -> Iterator[Sandbox]:
         local = LocalCodeBuild(builds, cache, SandboxLimits(cpu_seconds=120))
         local.forward_port(urlsplit(endpoint.url).port or 0)
         project = f"agentledger-test-builds-{uuid.uuid4().hex[:12]}"
-        undo = local.install(lambda name: name == project)
+        undo = moto_seams.run_builds(local, lambda name: name == project)
         box = Sandbox(endpoint, local, project)
         try:
             yield box
