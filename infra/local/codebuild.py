@@ -56,6 +56,7 @@ from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.exceptions import JsonRESTError
 from moto.core.utils import iso_8601_datetime_with_milliseconds
+from moto.events.utils import EventMessageType
 from moto.ssm.models import ssm_backends
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE
@@ -167,7 +168,7 @@ class LocalCodeBuild:
         # moto keeps no such field.
         self.build_limits: dict[str, int] = {}
         # Where a build's end is announced, as CodeBuild sends its state-change event to EventBridge.
-        self.on_ended: Callable[[dict[str, Any]], None] | None = None
+        self.on_ended: Callable[[EventMessageType], None] | None = None
 
     # -- what tests and people look at ------------------------------------------------------
     def builds_for(self, run_id: str, stage: str = "verify") -> list[LocalBuild]:
@@ -609,7 +610,7 @@ def source_check(previous: Callable[[dict[str, Any]], None]) -> Callable[[dict[s
     return validate_source
 
 
-def state_change_event(record: dict[str, Any]) -> dict[str, Any]:
+def state_change_event(record: dict[str, Any]) -> EventMessageType:
     """The EventBridge event CodeBuild sends when a build ends (the fields the stack's rule and
     BuildEndedFunction read, and the envelope every event has)."""
     arn = record["arn"]

@@ -175,7 +175,7 @@ def invoke(function: LambdaFunction, event: Any, slots: InvocationSlots) -> tupl
 
 def _run(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     context = LocalLambdaContext(
-        function_name=function.function_name, function_version=function.version,
+        function_name=function.function_name, function_version=str(function.version),
         invoked_function_arn=function.function_arn, memory_limit_in_mb=int(function.memory_size),
         timeout_s=int(function.timeout),
         log_group_name=f"/aws/lambda/{function.function_name}", log_stream_name="local",

@@ -70,7 +70,8 @@ def a_refused_invoke_is_a_lambda_error(original: Callable[..., Any]) -> Callable
             return original(self, env, ex)
         error, cause = StateTaskServiceLambda._error_cause_from_client_error(ex)
         failed = LambdaFunctionFailedEventDetails(error=error, cause=cause)
-        details = EventDetails(lambdaFunctionFailedEventDetails=failed)
+        # moto declares every key of EventDetails required, and builds it with one key itself.
+        details = EventDetails(lambdaFunctionFailedEventDetails=failed)  # type: ignore[typeddict-item]
         return FailureEvent(env=env, error_name=CustomErrorName(error),
                             event_type=HistoryEventType.LambdaFunctionFailed, event_details=details)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import types
+from collections import defaultdict
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -21,7 +22,7 @@ from moto.dynamodb.models.table import Table
 from .dynamodb_lock import BACKEND_LOCK
 
 
-def untracked_model(cls: type, *args: Any, **kwargs: Any) -> Any:
+def untracked_model(cls: type[BaseModel], *args: Any, **kwargs: Any) -> BaseModel:
     """A model object, untracked (in place of `BaseModel.__new__`). AWS forgets an item once it is
     overwritten or deleted. moto appends every model object it ever creates to its class's
     `instances_tracked` (for its /moto-api dashboard), so nothing is ever freed: every version of
@@ -129,7 +130,7 @@ def queries_read_only_their_partition(original: Callable[..., Any]) -> Callable[
             everything = self.items
             if index_name is None:
                 partition = everything.get(hash_key)
-                self.items = {} if partition is None else {hash_key: partition}
+                self.items = defaultdict(dict, {} if partition is None else {hash_key: partition})
             else:
                 self.items = _index_partition(self, index_name, hash_key)
             try:
@@ -140,7 +141,7 @@ def queries_read_only_their_partition(original: Callable[..., Any]) -> Callable[
     return query
 
 
-def _index_partition(table: Table, index_name: str, hash_key: DynamoType) -> dict[Any, Any]:
+def _index_partition(table: Table, index_name: str, hash_key: DynamoType) -> defaultdict[Any, Any]:
     """The table's items (as `Table.items` holds them) whose index partition key is `hash_key`."""
     index = table.get_index(index_name)
     attribute = next(key["AttributeName"] for key in index.schema if key["KeyType"] == "HASH")
@@ -149,9 +150,10 @@ def _index_partition(table: Table, index_name: str, hash_key: DynamoType) -> dic
         value = item.attrs.get(attribute)  # absent from items outside a sparse index
         return value is not None and bool(value == hash_key)
 
+    narrowed: defaultdict[Any, Any] = defaultdict(dict)
     if not table.range_key_attr:
-        return {key: item for key, item in table.items.items() if in_partition(item)}
-    narrowed = {}
+        narrowed.update((key, item) for key, item in table.items.items() if in_partition(item))
+        return narrowed
     for key, rows in table.items.items():
         kept = {range_key: item for range_key, item in rows.items() if in_partition(item)}
         if kept:

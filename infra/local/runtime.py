@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.credentials import Credentials
 from moto import mock_aws
-from moto.core.config import default_user_config
+from moto.core.config import DefaultConfig, default_user_config
 
 from agentledger import faults
 from agentledger.adapters.stepfunctions import execution_arn
@@ -84,10 +84,10 @@ def default_build_cache() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "agentledger" / "builds"
 
 
-def moto_config(bedrock_profile: str | None) -> dict[str, Any]:
+def moto_config(bedrock_profile: str | None) -> DefaultConfig:
     """moto runs the state machine; with a Bedrock profile named, calls to Bedrock pass through
     moto to the real service (moto's passthrough), signed with that profile's credentials."""
-    config: dict[str, Any] = {"stepfunctions": {"execute_state_machine": True}}
+    config: DefaultConfig = {"stepfunctions": {"execute_state_machine": True}}
     if bedrock_profile:
         config["core"] = {**default_user_config["core"], "passthrough": {"urls": [BEDROCK_ENDPOINTS], "services": []}}
     return config
@@ -255,7 +255,8 @@ class LocalRuntime:
         """One client per service, shared by every thread (boto3 clients are thread-safe): building
         one costs more than most requests sent with it."""
         if service not in self._clients:
-            self._clients[service] = boto3.client(service, region_name=REGION)
+            # boto3-stubs types the service as one literal name per service; boto3 takes any it knows.
+            self._clients[service] = boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
         return self._clients[service]
 
     @property
@@ -274,7 +275,7 @@ class LocalRuntime:
         rules.closed = True
         self.codebuild.on_ended = None
 
-    def _invoke_function(self, function_name: str, event: dict[str, Any]) -> str | None:
+    def _invoke_function(self, function_name: str, event: Mapping[str, Any]) -> str | None:
         """An event rule's target: the function's error message if it failed."""
         response = self.client("lambda").invoke(FunctionName=function_name, Payload=json.dumps(event))
         payload = response["Payload"].read()

@@ -67,8 +67,7 @@ class LocalApiServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{SERVE_HOST}:{self.httpd.server_port}"
 
     def start(self) -> LocalApiServer:
         self._threads = [threading.Thread(target=self.httpd.serve_forever, name="local-api", daemon=True)]
@@ -135,7 +134,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
         def _refusal(self) -> tuple[HTTPStatus, str] | None:
             """What the local API refuses before reading a body: another site's page or a
             rebinding DNS name talking to this loopback server, and bodies it cannot frame."""
-            port = self.server.server_address[1]
+            port = server.httpd.server_port
             loopback = {f"{name}:{port}" for name in LOOPBACK_NAMES}
             if self.headers.get("Host", "") not in loopback:
                 return HTTPStatus.FORBIDDEN, f"Host must be this server's loopback address ({sorted(loopback)[0]})"

@@ -46,7 +46,9 @@ class ThrottleAnswer:
         else:  # JSON protocol: the code is the document's __type
             headers = {"x-amzn-RequestId": request_id, "Content-Type": "application/x-amz-json-1.1"}
             document = {"__type": self.code, **self.body, "message": self.message}
-        return AWSResponse(url, self.status, headers, _Raw(json.dumps(document).encode()))
+        # botocore-stubs asks for an HTTPHeaders; AWSResponse wraps any mapping in a HeadersDict
+        # (botocore's own Stubber passes a dict).
+        return AWSResponse(url, self.status, headers, _Raw(json.dumps(document).encode()))  # type: ignore[arg-type]
 
 
 class _Raw:
