@@ -3,6 +3,7 @@
 them; in-memory fakes under tests/fakes implement them for unit tests that need no moto."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,7 +35,7 @@ class LedgerPort(Protocol):
 
     def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
               status: RunStatus | None = None, changes: dict[str, Any] | None = None,
-              records: list[Record] = ()) -> Run:  # type: ignore[assignment]
+              records: Sequence[Record] = ()) -> Run:
         """All or nothing, only if the run is still at `run.version` (else ConcurrentModificationError);
         a state change must be allowed by the transition table."""
 

@@ -1,6 +1,7 @@
 """The one table of allowed moves between run states."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import IllegalTransitionError
@@ -33,7 +34,7 @@ def check_transition(current: S, target: S) -> None:
 
 def next_version(run: Run, *, reason: str, execution: str | None, to_state: S | None,
                  status: RunStatus | None, changes: dict[str, Any] | None,
-                 records: list[Record]) -> tuple[Run, list[Record]]:
+                 records: Sequence[Record]) -> tuple[Run, list[Record]]:
     """The run one version on and the records to commit with it. A state change must be allowed by
     the transition table and leaves a Transition record."""
     updated = run.model_copy(update={**(changes or {}), "version": run.version + 1, "updated_at": utc_now()})

@@ -90,6 +90,7 @@ def _record_throttle(service: str, operation: str, code: str) -> None:
 def _client(service: str, config: Config | None = None, endpoint_url: str | None = None) -> Any:
     """A client that retries throttles with backoff and reports each one (adapters/throttling.py)."""
     merged = RETRY_CONFIG.merge(config) if config is not None else RETRY_CONFIG
+    # boto3-stubs types the service as one literal name per service; boto3 takes any it knows.
     return report_throttles(boto3.client(service, config=merged, endpoint_url=endpoint_url),  # type: ignore[call-overload]
                             _record_throttle)
 

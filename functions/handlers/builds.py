@@ -29,6 +29,7 @@ class BuildStateChange(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     build_id: str = Field(alias="build-id", pattern=r"^arn:[^:]+:codebuild:[^:]*:[^:]*:build/[^:]+:[^:]+$")
+    # The statuses the adapter names, which pydantic reads at run time; mypy reads no Literal built at run time.
     build_status: Literal[ENDED_BUILD_STATUSES] = Field(alias="build-status")  # type: ignore[valid-type]
     project_name: str = Field(alias="project-name", min_length=1)
 

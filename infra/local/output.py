@@ -30,6 +30,7 @@ class InvocationStream(io.TextIOBase):
     def isatty(self) -> bool:
         return self.terminal.isatty()
 
+    # typeshed declares TextIOBase.encoding a plain attribute; io's own is a read-only property, as here.
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.terminal, "encoding", "utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ class InMemoryLedger:
 
     def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
               status: RunStatus | None = None, changes: dict[str, Any] | None = None,
-              records: list[Record] = ()) -> Run:  # type: ignore[assignment]
+              records: Sequence[Record] = ()) -> Run:
         updated, records = next_version(run, reason=reason, execution=execution, to_state=to_state, status=status,
                                         changes=changes, records=list(records))
         with self._lock:

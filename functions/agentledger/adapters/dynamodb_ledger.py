@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -155,7 +156,7 @@ class LedgerStore:
         to_state: RunState | None = None,
         status: RunStatus | None = None,
         changes: dict[str, Any] | None = None,
-        records: list[Record] = (),  # type: ignore[assignment]
+        records: Sequence[Record] = (),
     ) -> Run:
         """Commit a change to a run and the records that go with it, all or nothing, only if
         nobody else changed the run since `run` was read."""
