@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import os
 
 
 def sha256_bytes(data: bytes) -> str:

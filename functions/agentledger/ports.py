@@ -3,23 +3,25 @@
 them; in-memory fakes under tests/fakes implement them for unit tests that need no moto."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .models import (
-    ArtifactRef,
-    BuildRequest,
-    Decision,
-    Ledger,
-    Record,
-    Run,
-    RunState,
-    RunStatus,
-    Stage,
-)
-from .source import SourceSnapshot
-from .states import BuildStatus
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .models import (
+        ArtifactRef,
+        BuildRequest,
+        Decision,
+        Ledger,
+        Record,
+        Run,
+        RunState,
+        RunStatus,
+        Stage,
+    )
+    from .source import SourceSnapshot
+    from .states import BuildStatus
 
 
 class LedgerPort(Protocol):

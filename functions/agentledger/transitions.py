@@ -1,12 +1,14 @@
 """The one table of allowed moves between run states."""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import IllegalTransitionError
 from .models import Record, Run, RunStatus, Transition, utc_now
 from .models import RunState as S
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _RESUMABLE_TARGETS = frozenset({S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE})
 _STOPS = frozenset({S.NEEDS_PERSON})

@@ -1,10 +1,9 @@
 """A stage's wait for its test build: parked on a task token, answered by the build's end."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentledger.adapters.codebuild import ENDED_BUILD_STATUSES
@@ -14,6 +13,9 @@ from agentledger.ports import BuildWait
 
 from .events import StageEvent
 from .wiring import assembly, lambda_handler, logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 class BuildWatchEvent(StageEvent):

@@ -13,9 +13,8 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
@@ -41,6 +40,9 @@ from .follow import (
 )
 from .packaging import PackagingError, package_repository
 from .signing import SigningError, is_loopback, request_signer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787

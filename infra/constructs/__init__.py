@@ -1,8 +1,12 @@
 """One construct per concern; AgentLedgerStack only wires them together."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aws_cdk import CfnResource, Stack
-from constructs import IConstruct
+
+if TYPE_CHECKING:
+    from constructs import IConstruct
 
 
 def cfn_resource(construct: IConstruct) -> CfnResource:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
@@ -23,10 +24,12 @@ from agentledger.generation import DEFAULT_GENERATION_RUNS
 from agentledger.source import UPLOAD_PREFIX, ArchiveLimits
 from infra import LAMBDA_PACKAGES, lambda_code_root
 from infra.constructs import cfn_resource, logical_id
-from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.bundling import dependencies_layer_code
-from infra.constructs.notifications import Notifications
-from infra.constructs.storage import Storage
+
+if TYPE_CHECKING:
+    from infra.constructs.build_sandbox import BuildSandbox
+    from infra.constructs.notifications import Notifications
+    from infra.constructs.storage import Storage
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64

@@ -44,19 +44,16 @@ import time
 import traceback
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
-from moto.codebuild.responses import CodeBuildResponse
 from moto.core.exceptions import JsonRESTError
 from moto.core.utils import iso_8601_datetime_with_milliseconds
-from moto.events.utils import EventMessageType
 from moto.ssm.models import ssm_backends
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE
@@ -88,6 +85,12 @@ from .sandbox import (
     without_paths,
 )
 from .seccomp import build_filter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from moto.codebuild.responses import CodeBuildResponse
+    from moto.events.utils import EventMessageType
 
 PHASES = ("install", "pre_build", "build", "post_build")
 LOG_TAIL_BYTES = 64 << 10

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # Held by every item operation of the backend; re-entrant, so a correction that must run as one
 # step with an operation (moto_scale) can hold it around the operation too.

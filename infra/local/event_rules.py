@@ -8,14 +8,17 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moto.events.models import EventPattern
-from moto.events.utils import EventMessageType
 
 from agentledger.hidden_text import printable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from moto.events.utils import EventMessageType
 
 ATTEMPTS = 3
 RETRY_DELAY_S = 1.0

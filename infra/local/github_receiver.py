@@ -16,14 +16,16 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from agentledger.adapters.receivers import MARKER_PREFIX
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPOSITORY_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<rest>.+)$")
 # Where html_url points: GitHub's page for an issue or pull request. Here a JSON view of it (with

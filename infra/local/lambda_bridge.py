@@ -35,18 +35,20 @@ import traceback
 import uuid
 import zipfile
 from collections import deque
-from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
-
-from moto.awslambda.models import LambdaFunction
+from typing import TYPE_CHECKING, Any
 
 from agentledger.faults import SimulatedCrash
 from infra import lambda_code_root
 
 from . import environ, output
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from moto.awslambda.models import LambdaFunction
 
 FUNCTIONS_DIR = lambda_code_root()
 

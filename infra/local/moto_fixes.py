@@ -3,8 +3,7 @@ corrects it, each with the behaviour AWS has: each function here takes moto's ow
 returns what moto_seams puts in its place."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 from moto.stepfunctions.parser.api import HistoryEventType, LambdaFunctionFailedEventDetails
@@ -13,10 +12,14 @@ from moto.stepfunctions.parser.asl.component.common.error_name.failure_event imp
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
     StateTaskServiceLambda,
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
-from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 
 def answered_task_token_is_not_lost(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -8,18 +8,21 @@ from __future__ import annotations
 import copy
 import types
 from collections import defaultdict
-from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moto.core.common_models import BaseModel
 from moto.core.models import botocore_stubber
-from moto.core.serialize import BaseJSONSerializer
-from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 
 from .dynamodb_lock import BACKEND_LOCK
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from moto.core.serialize import BaseJSONSerializer
+    from moto.dynamodb.models import DynamoDBBackend
 
 
 def untracked_model(cls: type[BaseModel], *args: Any, **kwargs: Any) -> BaseModel:

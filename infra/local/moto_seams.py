@@ -11,7 +11,6 @@ Each installer returns an undo that puts back what was in place before it, so in
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -38,6 +37,8 @@ from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 from . import codebuild, dynamodb_lock, lambda_bridge, moto_fixes, moto_scale
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .codebuild import LocalCodeBuild
     from .throttles import ThrottleSwitchboard
 

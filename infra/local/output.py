@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 _buffer: ContextVar[io.StringIO | None] = ContextVar("lambda_stdout", default=None)
 

@@ -8,12 +8,11 @@ import os
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import boto3
@@ -35,6 +34,9 @@ from .principals import DUTIES, LocalPrincipal, create_principals
 from .s3_endpoint import LocalS3Endpoint
 from .synth import synthesize
 from .throttles import ThrottleSwitchboard
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, MutableMapping
 
 REGION = "us-east-1"
 API_HANDLER = "handlers.api.handler"

@@ -35,12 +35,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from .seccomp import SeccompUnavailable, build_filter
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 REQUIRED_TOOLS = ("bwrap", "pasta", "nsenter", "unshare", "setpriv", "prlimit")
 INSTALL_HINT = ("install bubblewrap and passt as root (`sudo apt-get install -y bubblewrap passt`, or `make "

@@ -7,7 +7,7 @@ import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from agentledger.api_contract import ErrorBody, run_id_for
@@ -20,9 +20,11 @@ from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .profiles import SERVE_HOST
-from .runtime import LocalRuntime
 from .start_rate import TokenBucket
 from .throttles import THROTTLE_HEADER, parse_throttle
+
+if TYPE_CHECKING:
+    from .runtime import LocalRuntime
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20

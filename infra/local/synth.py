@@ -10,10 +10,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infra import LAMBDA_PACKAGES, PACKAGE_DIR, PROJECT_ROOT, SAMPLE_REPOSITORY, cache_dir, lambda_code_root
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 CACHE_ROOT = cache_dir() / "synth"
 STACK_TEMPLATE = "AgentLedgerStack.template.json"

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from botocore.awsrequest import AWSPreparedRequest, AWSResponse
     from moto.core.botocore_stubber import BotocoreStubber
 

@@ -14,16 +14,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
-from ..models import Decision, Ledger, Record, Run, RunState, RunStatus
 from ..records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from ..transitions import next_version
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..models import Decision, Ledger, Record, Run, RunState, RunStatus
 
 INDEX_BY_STATUS = "by_status"
 INDEX_BY_TIME = "by_time"

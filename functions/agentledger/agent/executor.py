@@ -10,12 +10,15 @@ import os
 import shutil
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent.inventory import module_import_path
-from agentledger.agent.planner import Plan, PlanItem
 from agentledger.source import SourceSnapshot, is_safe_relative_path
+
+if TYPE_CHECKING:
+    from agentledger.agent.planner import Plan, PlanItem
 
 # The one place that knows how a test's examples are run: the standard library's doctest parses
 # them, honours their directives and the project's option flags, and runs them in a fresh copy of
