@@ -18,7 +18,7 @@ POLL_INTERVAL_S = 0.3
 CLEAR_LINE = "\r\x1b[K"
 # Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
 SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
-# Exit codes (the README's table): 0 done or waiting for review, and for every command that
+# Exit codes (docs/guides/cli.md): 0 done or waiting for review, and for every command that
 # answered. There is no "failed" run status: every failure ends with a person (3).
 EXIT_OK = 0
 EXIT_USER_ERROR = 1

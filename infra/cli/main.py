@@ -471,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "default %(default)g s)")
     serve.add_argument("-c", "--context", action="append", metavar="KEY=VALUE",
                        help="a CDK context value for the local stack, exactly as `cdk deploy -c` takes it "
-                            "(the README's configuration table); repeatable")
+                            "(the documentation's settings reference); repeatable")
     serve.add_argument("--unsafe-local-builds", action="store_true",
                        help="run test builds without the sandbox (bubblewrap and pasta): the code under test runs "
                             "as you, with this machine's files, processes and ports in reach; said on every build")

@@ -153,7 +153,7 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
         above = sorted(((warm[service] - floor.get(service, 0), service) for service in services), reverse=True)
         table.notes.append("missed because: " + ", ".join(
             f"{SERVICES.get(service, service)} {excess} above its floor" for excess, service in above if excess > 0)
-            + " (by function below; README, Performance)")
+            + " (by function below; docs/performance/latest.md)")
     shape = measured.shape
     table.notes.append(
         f"floor for this run's shape: I={shape.invocations} invocations, X={shape.executions} execution(s), "

@@ -29,9 +29,9 @@ def _resource_paths(resources) -> dict[str, str]:
     return {logical_id: path_of(logical_id) for logical_id in api_resources}
 
 
-def test_the_resolver_serves_the_routes_the_readme_documents() -> None:
-    api_section = (PROJECT_ROOT / "README.md").read_text().split("## The API", 1)[1].split("\n## ", 1)[0]
-    documented = {(path, method) for method, path in re.findall(r"^\| `(GET|POST) (/[^ ?`]*)", api_section, re.M)}
+def test_the_resolver_serves_the_routes_the_api_guide_documents() -> None:
+    guide = (PROJECT_ROOT / "docs" / "guides" / "api.md").read_text()
+    documented = {(path, method) for method, path in re.findall(r"^\| `(GET|POST) (/[^ ?`]*)", guide, re.M)}
     assert {(route.path, route.method) for route in resolver_routes()} == documented
 
 

@@ -164,13 +164,11 @@ def test_review_alarm_threshold_comes_from_context(custom_template: Template) ->
     )
 
 
-def test_cdk_json_documents_the_context_defaults_and_the_readme_lists_every_key() -> None:
+def test_cdk_json_documents_the_context_defaults() -> None:
+    """That the documentation names every key is tests/unit/test_docs_reference.py's to show."""
     stack_keys = {key: value for key, value in infra_app.CDK_JSON["context"].items() if not key.startswith("@")}
     assert stack_keys == DEFAULTS
     assert set(CUSTOM_CONTEXT) == set(DEFAULTS)
-    readme = (infra_app.PROJECT_ROOT / "README.md").read_text()
-    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    assert {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} == set(DEFAULTS)
 
 
 def test_the_planner_and_its_model_come_from_context(custom_template: Template) -> None:

@@ -40,7 +40,7 @@ def test_every_task_retries_the_transient_errors_the_policy_names(name: str) -> 
     waits_for_a_person = TASKS[name]["Resource"].endswith(".waitForTaskToken")
     expected = RETRYABLE_ERRORS - {LOCK_WAIT} - (REVIEW_WAIT_TIMEOUTS if waits_for_a_person else set())
     # A throttled invoke first, with a longer budget: a quota binding under load lasts longer than a
-    # fault (the README's capacity model).
+    # fault (docs/operations/capacity.md).
     throttled, general = retries[0], retries[1]
     assert throttled["ErrorEquals"] == [THROTTLED_INVOKE]
     assert throttled["MaxAttempts"] > general["MaxAttempts"] and throttled["JitterStrategy"] == "FULL"

@@ -5,7 +5,7 @@ never both advance a run, and a move the transition table forbids writes nothing
 
 The two indexes that list runs are keyed by status (by_status) and by nothing (by_time), a handful
 of values: every write of every run would land in one or a few index partitions, which bind at
-about 1,000 writes a second each (the README's capacity model). Their partition keys are spread
+about 1,000 writes a second each (docs/operations/capacity.md). Their partition keys are spread
 over INDEX_SHARDS by a hash of the run id, and a listing reads every shard and merges them, newest
 first; its cursor is the last run's `created_key`, unique across shards. Runs written by releases
 before the shards keep their unsharded keys until written again, and are listed with the rest."""
