@@ -13,16 +13,18 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from infra.cli.signing import request_signer
 from infra.local.profiles import instance_profiles_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 120  # the first synth of the CDK app takes ~30 s

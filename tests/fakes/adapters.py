@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.artifacts import ContentAddressedArtifacts, run_prefix
 from agentledger.errors import (
@@ -16,11 +15,15 @@ from agentledger.errors import (
     RunAlreadyExistsError,
     RunNotFoundError,
 )
-from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus, Stage
-from agentledger.ports import BuildWait
 from agentledger.records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.transitions import next_version
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus, Stage
+    from agentledger.ports import BuildWait
 
 
 class InMemoryLedger:

@@ -14,10 +14,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import boto3
@@ -34,6 +32,10 @@ from infra.local.principals import write_profiles
 from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 from tests.resident_memory import memory_mib, reset_peak
 from tests.stack_driver import REQUESTER
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 

@@ -4,13 +4,16 @@ an `env` of its own) gets an entry no other repository ever gets; one that only 
 from the index by name is shared by every repository that asks for the same."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger.models import Run
 from agentledger.testrun.config import TestRunConfig, installs_nothing_of_the_repository, load_config
 from agentledger.workflow.builds import cache_key
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.unit
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from types import ModuleType
-from typing import ForwardRef
+from typing import TYPE_CHECKING, ForwardRef
 
 import pytest
 from pydantic import BaseModel
 
 import agentledger
 import handlers
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 # Run as scripts of their own: in a build (the kit's entry point and its site hooks).
 NOT_IMPORTED = ("__main__", "agentledger.buildkit.site")

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger.agent import DocstringExamplePlanner, ReferenceAgent, apply_files, snapshot_directory
 
 from .samples import BRIEF, make_sample_repo, write
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # In the project's own tests folder, a plain module beside its tests: no package, no conftest.
 GENERATED = "tests/test_pkg_calc_generated.py"
