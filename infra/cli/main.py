@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
 from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS, REVIEW_KEEPER_INTERVAL_MINUTES
 from agentledger.states import RunStatus
+from infra import CDK_JSON_FILE
 from infra.local.profiles import api_port, instance_profiles_dir
 from infra.local.throttles import THROTTLE_HEADER, THROTTLES
 
@@ -154,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _check_build_sandbox(unsafe: bool) -> None:
     """Builds run the code under test: without the sandbox they run only when asked to, loudly."""
-    from infra.local.sandbox import sandbox_problem  # noqa: PLC0415
+    from infra.local.sandbox import sandbox_problem  # noqa: PLC0415 — only serve runs builds
 
     if unsafe:
         print("agentledger: UNSAFE: --unsafe-local-builds: test builds run without a sandbox, as this user, with "
@@ -166,6 +167,7 @@ def _check_build_sandbox(unsafe: bool) -> None:
 
 
 def _check_build_cache() -> None:
+    # Both load moto: only serve pays for it.
     from infra.local.codebuild import build_cache_problem  # noqa: PLC0415
     from infra.local.runtime import default_build_cache  # noqa: PLC0415
 
@@ -176,8 +178,6 @@ def _check_build_cache() -> None:
 
 def _context(given: list[str] | None) -> dict[str, str]:
     """`-c key=value` pairs, as `cdk deploy` takes them."""
-    from infra import CDK_JSON_FILE  # noqa: PLC0415
-
     known = sorted(key for key in json.loads(CDK_JSON_FILE.read_text())["context"] if "@" not in key)
     context = {}
     for pair in given or []:

@@ -271,7 +271,7 @@ class LocalCodeBuild:
         try:
             if build.missing_parameters:  # CodeBuild fails such a build before any phase runs
                 raise SandboxError(f"parameter does not exist: {', '.join(build.missing_parameters)}")
-            with self._place(build) as place, open(place.log_path, "wb") as log:
+            with self._place(build) as place, place.log_path.open("wb") as log:
                 if self.unsafe:
                     log.write(f"{UNSAFE_WARNING}\n".encode())
                     print(f"{UNSAFE_WARNING} ({build.build_id})", file=sys.stderr, flush=True)
@@ -417,7 +417,7 @@ class LocalCodeBuild:
             lock = self._installing.setdefault(name, threading.Lock())
         locks = self.cache_dir / "locks"
         locks.mkdir(parents=True, exist_ok=True)
-        with lock, open(locks / f"{name}.lock", "w") as handle:
+        with lock, (locks / f"{name}.lock").open("w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             yield
 
@@ -675,7 +675,7 @@ def _resolve(variables: list[dict[str, str]], account: str, region: str) -> tupl
 
 
 def _tail(path: Path) -> str:
-    with open(path, "rb") as log:
+    with path.open("rb") as log:
         size = log.seek(0, os.SEEK_END)
         log.seek(max(0, size - LOG_TAIL_BYTES))
         return log.read().decode("utf-8", errors="replace")

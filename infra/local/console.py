@@ -111,7 +111,7 @@ class Console:
         return links
 
     # -- routing ---------------------------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
+    def handle(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],  # noqa: PLR0911 — a router
                body: str | None) -> ConsoleResponse:
         route = path.removeprefix(PREFIX)
         if method == "GET" and route in ("", "index.html"):

@@ -374,7 +374,7 @@ def _handler_for(github: LocalGitHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _handle(self) -> None:
+        def _handle(self) -> None:  # noqa: PLR0911 — it returns once it has answered
             page = github.page(self.path) if self.command == "GET" else None
             if page is not None:
                 self._reply(*page)

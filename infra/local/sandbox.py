@@ -385,7 +385,7 @@ def processes_in(pid_namespace: str) -> list[int]:
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == pid_namespace and not _dead(entry.name):
+                if str(Path(entry.path, "ns", "pid").readlink()) == pid_namespace and not _dead(entry.name):
                     found.append(int(entry.name))
             except OSError:
                 continue  # gone meanwhile
@@ -393,5 +393,4 @@ def processes_in(pid_namespace: str) -> list[int]:
 
 
 def _dead(pid: str) -> bool:
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    return Path("/proc", pid, "stat").read_bytes().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")

@@ -115,7 +115,7 @@ class LocalApiServer:
         return None
 
 
-def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
+def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:  # noqa: C901 — its class's methods, summed
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "agentledger-local"
@@ -133,7 +133,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
         def _error(self, status: HTTPStatus, message: str) -> None:
             self._send(status, ErrorBody.of(status, message).model_dump_json())
 
-        def _refusal(self) -> tuple[HTTPStatus, str] | None:
+        def _refusal(self) -> tuple[HTTPStatus, str] | None:  # noqa: PLR0911 — one return per refusal
             """What the local API refuses before reading a body: another site's page or a
             rebinding DNS name talking to this loopback server, and bodies it cannot frame."""
             port = server.httpd.server_port
@@ -155,7 +155,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 return HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"
             return None
 
-        def _dispatch(self) -> None:
+        def _dispatch(self) -> None:  # noqa: PLR0911 — it returns once it has answered
             refusal = self._refusal()
             if refusal is not None:
                 # The body is never read: close, so its bytes cannot be taken for the next request.

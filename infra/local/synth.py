@@ -57,7 +57,7 @@ def synthesize(progress: bool = True, context: dict[str, str] | None = None) -> 
     if (target / STACK_TEMPLATE).exists():
         return _used(target)
     CACHE_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(CACHE_ROOT / ".lock", "w") as lock:
+    with (CACHE_ROOT / ".lock").open("w") as lock:
         # Parallel test workers wait for one synth instead of running several.
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / STACK_TEMPLATE).exists():
