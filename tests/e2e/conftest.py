@@ -130,7 +130,7 @@ def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def served(logs: Path, environment: dict[str, str], *options: str, command: Sequence[str] = tuple(CLI_COMMAND),
            cwd: Path = PROJECT_ROOT) -> Iterator[str]:
     port = free_port()
-    with open(logs / "stdout", "w") as stdout, open(logs / "stderr", "w") as stderr:
+    with (logs / "stdout").open("w") as stdout, (logs / "stderr").open("w") as stderr:
         # The tests' repositories lie under the temporary directory: allowed, as a user would allow theirs.
         server = subprocess.Popen([*command, "serve", "--port", str(port), "--keeper-interval", "1",
                                    "--allow-root", tempfile.gettempdir(), *options],

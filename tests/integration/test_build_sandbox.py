@@ -118,7 +118,7 @@ class Sandbox:
         status = self.builds.status(build_id)
         assert status is not None
         uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
-        [build] = [b for b in self.local.builds_for(f"run-{self.count}")]
+        [build] = self.local.builds_for(f"run-{self.count}")
         return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail, uploaded,
                         build_id)
 
@@ -207,7 +207,7 @@ def test_no_process_the_tests_started_outlives_the_build(sandbox: Sandbox, tmp_p
     repo = _repository(tmp_path / "repo", f"(sleep 300{marker[-2:]} &) ; sleep {marker} & echo started")
     finished = sandbox.run(repo)
     assert finished.status == BuildStatus.SUCCEEDED, finished.log
-    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout
+    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True, check=False).stdout
     assert survivors == ""
     assert list(sandbox.work_root.iterdir()) == []  # the build's directory is gone too
 
@@ -231,7 +231,7 @@ def test_a_build_stopped_mid_suite_leaves_nothing_running(sandbox: Sandbox, tmp_
 
 
 def _running(pattern: str) -> bool:
-    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout != ""
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False).stdout != ""
 
 
 def test_a_suite_past_its_timeout_is_killed_and_recorded_as_timed_out(sandbox: Sandbox, tmp_path: Path) -> None:

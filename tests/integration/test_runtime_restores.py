@@ -12,7 +12,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+
+from agentledger import faults
+from infra.local.moto_seams import SEAMS
+from infra.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -20,11 +25,6 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 def process_state() -> dict[str, Any]:
     """What LocalRuntime.start() changes, as objects compared by identity or by value."""
-    import boto3
-
-    from agentledger import faults
-    from infra.local.moto_seams import SEAMS
-
     return {
         "boto3.DEFAULT_SESSION": boto3.DEFAULT_SESSION,
         "os.environ type": type(os.environ),
@@ -41,8 +41,6 @@ def process_state() -> dict[str, Any]:
 def changed_by_a_runtime() -> dict[str, list[str]]:
     """Start a runtime, serve one request through it, stop it: what differs from before, as
     [before, after]."""
-    from infra.local.runtime import LocalRuntime
-
     before = process_state()
     runtime = LocalRuntime(workspace_root=Path(tempfile.mkdtemp())).start()
     assert runtime.call_api("GET", "/runs").status == 200
