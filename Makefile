@@ -67,7 +67,7 @@ $(STAMP): pyproject.toml
 	@test -x $(VENV)/cdk/node_modules/.bin/cdk || npm install --silent --no-fund --no-audit --prefix $(VENV)/cdk aws-cdk@$(CDK_CLI_VERSION)
 	@touch $(STAMP)
 
-# ruff (rules in pyproject.toml) over the code and tests, mypy over functions/: both at 0 findings.
+# ruff (rules in pyproject.toml) over the code and tests, mypy over functions/ and infra/: both at 0 findings.
 lint: install
 	$(BIN)/ruff check functions infra tests docs
 	$(BIN)/mypy

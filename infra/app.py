@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
@@ -18,6 +16,10 @@ from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
 from infra import CDK_JSON_FILE, PROJECT_ROOT
 from infra.constructs.functions import Concurrency, PlannerConfig
 from infra.stack import AgentLedgerStack
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 STACK_ID = "AgentLedgerStack"
 CDK_JSON = json.loads(CDK_JSON_FILE.read_text())

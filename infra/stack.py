@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnOutput, Stack
-from constructs import Construct
 
-from agentledger.source import ArchiveLimits
 from agentledger.testrun.layout import build_timeout_minutes
 from infra.constructs.access import AccessPolicies
 from infra.constructs.api import Api
@@ -17,6 +15,11 @@ from infra.constructs.notifications import Notifications
 from infra.constructs.observability import Observability
 from infra.constructs.storage import Storage
 from infra.constructs.workflow import Workflow
+
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from agentledger.source import ArchiveLimits
 
 
 class AgentLedgerStack(Stack):

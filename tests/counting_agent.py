@@ -3,13 +3,15 @@ counts how often each piece of agent work really ran, per repository or workspac
 reliability tests can assert that completed stages are never redone."""
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.agent import DocstringExamplePlanner, ReferenceAgent
+
+if TYPE_CHECKING:
+    import os
 
 SPEC = "tests.counting_agent:CountingAgent"
 _calls: Counter[tuple[str, str]] = Counter()
@@ -24,7 +26,7 @@ def _count(method: str, where: str | os.PathLike[str]) -> None:
 def calls(method: str, where: str | os.PathLike[str]) -> int:
     """How often `method` ran on a repository root (inspect, plan) or inside a workspace path
     that contains `where` (execute, verify, whose workspaces are named by run id)."""
-    target = str(Path(where).resolve()) if os.path.isabs(where) else str(where)
+    target = str(Path(where).resolve()) if Path(where).is_absolute() else str(where)
     with _lock:
         return sum(n for (m, path), n in _calls.items()
                    if m == method and (path == target or path.endswith(f"/{target}") or f"/{target}/" in path))

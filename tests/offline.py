@@ -9,13 +9,15 @@ from __future__ import annotations
 import importlib.abc
 import socket
 import sys
-from collections.abc import Sequence
-from importlib.machinery import ModuleSpec
-from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import botocore.httpsession
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 BLOCKED_PACKAGES = ("moto",)
 

@@ -1,11 +1,14 @@
 """SigV4 for requests sent with `requests`, through the signer the CLI uses (infra.cli.signing)."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import requests
 
 from infra.cli.signing import request_signer
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class SignedBy(requests.auth.AuthBase):

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.service import run_id_for
 from infra.local.principals import principal_arn
-from infra.local.runtime import LocalRuntime
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from infra.local.runtime import LocalRuntime
 
 # How long a run may take to settle: a stage with a build polls it every couple of seconds, and
 # under a loaded suite (two workers, each with builds in flight) a replan took past 30 s in CI.

@@ -5,9 +5,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infra import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # What the wheel is built from: the package directories, the files pyproject.toml names, and the
 # targets of infra/project_files' links.

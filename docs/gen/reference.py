@@ -19,9 +19,8 @@ import pkgutil
 import re
 import tokenize
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import handlers
@@ -32,6 +31,9 @@ from handlers.api import app as api_resolver
 from handlers.wiring import HANDLER_SETTINGS
 from infra import CDK_JSON_FILE, PROJECT_ROOT
 from infra.cli.main import build_parser
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
 
 SETTINGS_WORDS = Path(__file__).with_name("settings.toml")
 # Read as source, not imported: importing the CDK app starts the CDK's Node.js runtime.

@@ -5,7 +5,7 @@ cold start."""
 from __future__ import annotations
 
 import uuid
-from http import HTTPStatus
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -25,6 +25,9 @@ from .models import (
     RunStatus,
 )
 from .states import Verdict
+
+if TYPE_CHECKING:
+    from http import HTTPStatus
 
 
 class CreateRunRequest(BaseModel):

@@ -13,13 +13,15 @@ import re
 import urllib.parse
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Self, cast
+from typing import TYPE_CHECKING, Annotated, Self, cast
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
-from pydantic_core import ErrorDetails
 
 from .generation import MAX_GENERATION_RUNS, GenerationLimits
 from .source import ArchiveLimits
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 
 class SettingsError(RuntimeError):
@@ -75,7 +77,7 @@ class FunctionSettings(BaseModel):
         """The settings in `os.environ`, parsed once per distinct environment: locally one process
         hosts every function, each invocation seeing its own function's environment."""
         present = tuple((name, os.environ[name]) for name in cls.variables() if name in os.environ)
-        return cast(Self, _parse(cls, present))
+        return cast("Self", _parse(cls, present))
 
     @classmethod
     def variables(cls) -> dict[str, bool]:

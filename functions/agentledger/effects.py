@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
@@ -23,9 +22,6 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
-)
-from aws_lambda_powertools.utilities.idempotency.persistence.base import (
-    BasePersistenceLayer,
 )
 
 from agentledger.ports import (
@@ -40,7 +36,6 @@ from agentledger.ports import (
 from agentledger.records import new_decision
 
 from . import faults, metric_names
-from .config import NotificationSettings
 from .errors import (
     EffectFailedError,
     EffectInProgressError,
@@ -51,9 +46,18 @@ from .errors import (
 from .fingerprints import digest
 from .freshness import Entrance, require_fresh_upstream
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
-from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
 from .states import EFFECTS, DecisionKind, RunOutcome
 from .workflow.writing import GenerationReport, value_markdown
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import (
+        BasePersistenceLayer,
+    )
+
+    from .config import NotificationSettings
+    from .ports import ArtifactPort, LedgerPort, MetricSink, SourcePort
 
 IDEMPOTENCY_WINDOW_S = 7 * 24 * 3600
 FILES_ARTIFACT = "files_artifact"

@@ -4,12 +4,14 @@ by it, and the tests build ledgers from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from agentledger.source import SourceSnapshot
+from typing import TYPE_CHECKING
 
 from .fingerprints import digest
 from .models import ArtifactRef, Evidence, Ledger
 from .states import WORK_STAGES, RunOutcome, Stage
+
+if TYPE_CHECKING:
+    from agentledger.source import SourceSnapshot
 
 UPSTREAM_PREFIX = "evidence:"
 # What a stage read of the repository, recorded in a size that does not grow with it: the files'

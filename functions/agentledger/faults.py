@@ -58,7 +58,7 @@ _installed: CrashInjector | None = None
 
 
 def install(injector: CrashInjector | None) -> None:
-    global _installed
+    global _installed  # noqa: PLW0603 — one injector per process, which every crash point reads
     _installed = injector
 
 

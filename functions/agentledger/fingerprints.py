@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import os
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -13,7 +16,7 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    with open(path, "rb") as stream:
+    with Path(path).open("rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 

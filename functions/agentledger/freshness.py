@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from agentledger.records import new_decision
 from agentledger.source import SourceSnapshot
@@ -15,9 +16,11 @@ from . import metric_names
 from .errors import ConcurrentModificationError, StaleContextError
 from .evidence import EVIDENCE_OF, stages_before
 from .models import WORK_STAGES, Assessment, Ledger, Record, Run, Stage, StageStatus
-from .ports import LedgerPort, MetricSink, SourcePort
 from .restart import EvidenceStatuses, ManifestReader, assess, evaluate_evidence, is_stage_valid
 from .states import DecisionKind, EvidenceState
+
+if TYPE_CHECKING:
+    from .ports import LedgerPort, MetricSink, SourcePort
 
 # Reads the run's repository as it is now; a caller passes its own to say why it cannot be read.
 SourceReader = Callable[[Run], SourceSnapshot]

@@ -11,10 +11,12 @@ and sends again."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .ports import Confirmation, Receiver, ReceiverRateLimitedError, WriteBudgetPort
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # Every write held back in a window would ask again the moment it ends, all at once (a burst on the
 # budget's counter and on the state machine): each waits up to this much longer, at random.

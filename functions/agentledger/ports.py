@@ -4,21 +4,24 @@ them; in-memory fakes under tests/fakes implement them for unit tests that need 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .models import (
-    ArtifactRef,
-    BuildRequest,
-    Decision,
-    Ledger,
-    Record,
-    Run,
-    RunState,
-    RunStatus,
-    Stage,
-)
-from .source import SourceSnapshot
-from .states import BuildStatus
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .models import (
+        ArtifactRef,
+        BuildRequest,
+        Decision,
+        Ledger,
+        Record,
+        Run,
+        RunState,
+        RunStatus,
+        Stage,
+    )
+    from .source import SourceSnapshot
+    from .states import BuildStatus
 
 
 class LedgerPort(Protocol):
@@ -34,7 +37,7 @@ class LedgerPort(Protocol):
 
     def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
               status: RunStatus | None = None, changes: dict[str, Any] | None = None,
-              records: list[Record] = ()) -> Run:  # type: ignore[assignment]
+              records: Sequence[Record] = ()) -> Run:
         """All or nothing, only if the run is still at `run.version` (else ConcurrentModificationError);
         a state change must be allowed by the transition table."""
 

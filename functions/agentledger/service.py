@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import re
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.records import new_decision
 from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_owner, uploaded_by
@@ -24,8 +24,6 @@ from .api_contract import (
     UploadRequest,
     run_id_for,
 )
-from .config import ApiSettings
-from .cursors import CursorSeal
 from .errors import (
     ConcurrentModificationError,
     RepositoryNotAllowedError,
@@ -38,11 +36,15 @@ from .evidence import stage_evidence
 from .fingerprints import digest
 from .freshness import Entrance, EntryContext, invalidate, review_still_holds
 from .models import Ledger, Run, RunStatus, Stage, StageStatus, utc_now
-from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from .states import DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
 from .workflow.reviews import review_output
 from .workflow.writing import FINDINGS_SHOWN, GenerationReport, coverage_line, finding_line, funnel_line
+
+if TYPE_CHECKING:
+    from .config import ApiSettings
+    from .cursors import CursorSeal
+    from .ports import ArtifactPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 
 RESUMABLE = frozenset({RunStatus.NEEDS_PERSON, RunStatus.RUNNING})
 UPLOAD_GRANT_SECONDS = 900

@@ -1,11 +1,14 @@
 """The one table of allowed moves between run states."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import IllegalTransitionError
 from .models import Record, Run, RunStatus, Transition, utc_now
 from .models import RunState as S
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _RESUMABLE_TARGETS = frozenset({S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE})
 _STOPS = frozenset({S.NEEDS_PERSON})
@@ -33,7 +36,7 @@ def check_transition(current: S, target: S) -> None:
 
 def next_version(run: Run, *, reason: str, execution: str | None, to_state: S | None,
                  status: RunStatus | None, changes: dict[str, Any] | None,
-                 records: list[Record]) -> tuple[Run, list[Record]]:
+                 records: Sequence[Record]) -> tuple[Run, list[Record]]:
     """The run one version on and the records to commit with it. A state change must be allowed by
     the transition table and leaves a Transition record."""
     updated = run.model_copy(update={**(changes or {}), "version": run.version + 1, "updated_at": utc_now()})

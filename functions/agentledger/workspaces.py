@@ -8,7 +8,10 @@ import contextlib
 import os
 import shutil
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SOURCES_DIR = "sources"
 

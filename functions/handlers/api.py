@@ -3,21 +3,18 @@ from __future__ import annotations
 
 import json
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import (
     APIGatewayRestResolver,
     Response,
     content_types,
 )
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
 
@@ -38,9 +35,14 @@ from agentledger.api_contract import (
 )
 from agentledger.config import ApiSettings
 from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
-from agentledger.models import RunStatus
+from agentledger.models import RunStatus  # noqa: TC001 — the resolver reads its routes' annotations at run time
 
 from .wiring import assembly, lambda_handler, logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 IDEMPOTENCY_WINDOW_S = 24 * 3600

@@ -7,7 +7,7 @@ cold start would otherwise pay for before the handler runs."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -48,12 +48,14 @@ from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.limits import GITHUB_CONTENT_BUDGET
 from agentledger.pacing import PacedReceiver
-from agentledger.ports import Receiver
 from agentledger.service import RunService
 from agentledger.workflow import Workflow
 from agentledger.workflow.build_waits import BuildEnds, BuildParking
 
 from .wiring import logger, metrics
+
+if TYPE_CHECKING:
+    from agentledger.ports import Receiver
 
 TOKEN_CACHE_SECONDS = 300
 # Well inside EffectFunction's 15 s, so a slow receiver leaves time to record what came back.
@@ -90,6 +92,7 @@ def _record_throttle(service: str, operation: str, code: str) -> None:
 def _client(service: str, config: Config | None = None, endpoint_url: str | None = None) -> Any:
     """A client that retries throttles with backoff and reports each one (adapters/throttling.py)."""
     merged = RETRY_CONFIG.merge(config) if config is not None else RETRY_CONFIG
+    # boto3-stubs types the service as one literal name per service; boto3 takes any it knows.
     return report_throttles(boto3.client(service, config=merged, endpoint_url=endpoint_url),  # type: ignore[call-overload]
                             _record_throttle)
 

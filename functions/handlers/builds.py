@@ -1,10 +1,9 @@
 """A stage's wait for its test build: parked on a task token, answered by the build's end."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentledger.adapters.codebuild import ENDED_BUILD_STATUSES
@@ -14,6 +13,9 @@ from agentledger.ports import BuildWait
 
 from .events import StageEvent
 from .wiring import assembly, lambda_handler, logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 class BuildWatchEvent(StageEvent):
@@ -29,6 +31,7 @@ class BuildStateChange(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     build_id: str = Field(alias="build-id", pattern=r"^arn:[^:]+:codebuild:[^:]*:[^:]*:build/[^:]+:[^:]+$")
+    # The statuses the adapter names, which pydantic reads at run time; mypy reads no Literal built at run time.
     build_status: Literal[ENDED_BUILD_STATUSES] = Field(alias="build-status")  # type: ignore[valid-type]
     project_name: str = Field(alias="project-name", min_length=1)
 

@@ -1,14 +1,15 @@
 """The restart assessment (first state) and the failure classifier (every Catch)."""
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from agentledger.config import WorkflowSettings
 
 from .events import FailureEvent, StageEvent
 from .wiring import assembly, lambda_handler, logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 @lambda_handler(WorkflowSettings, StageEvent)

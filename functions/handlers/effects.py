@@ -1,14 +1,15 @@
 """Every external write the state machine asks for (Open pull request, Open ticket, Announce completion)."""
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from agentledger.config import EffectSettings
 
 from .events import EffectEvent
 from .wiring import assembly, lambda_handler, logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 @lambda_handler(EffectSettings, EffectEvent)

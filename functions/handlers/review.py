@@ -1,15 +1,16 @@
 """The review wait: record the task token, and keep pending reviews honest."""
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from agentledger.config import KeeperSettings, ReviewRequestSettings
 from agentledger.models import Stage
 
 from .events import StageEvent
 from .wiring import assembly, lambda_handler, logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 @lambda_handler(ReviewRequestSettings, StageEvent)

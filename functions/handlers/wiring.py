@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.parser import event_parser
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
-from pydantic import BaseModel
 
 from agentledger import metric_names
-from agentledger.config import FunctionSettings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from pydantic import BaseModel
+
     from agentledger.adapters import throttling
+    from agentledger.config import FunctionSettings
 
     from . import assembly
 else:

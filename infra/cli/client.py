@@ -9,12 +9,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.hidden_text import printable
 
-from .signing import Signer
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .signing import Signer
 
 REQUEST_TIMEOUT_S = 60.0
 # A 429 is the API's edge refusing a request before anything acts on it, so the same request is

@@ -4,7 +4,6 @@ awaits review, and a lost response from GitHub as it opens the pull request — 
 summary line."""
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -12,7 +11,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.faults import CRASH_HEADER
 from infra import SAMPLE_REPOSITORY
@@ -26,6 +25,9 @@ from infra.local.metrics import emitted_metrics, summarize
 from infra.local.principals import write_profiles
 from infra.local.runtime import LocalRuntime
 from infra.local.server import LocalApiServer
+
+if TYPE_CHECKING:
+    import argparse
 
 INTERRUPTION = "verify:after_commit"  # the process dies after the tests ran, before the summary
 LOST_PULL_REQUEST_RESPONSE = "complete:pull_request.after_accept"  # GitHub holds the PR, the answer is lost

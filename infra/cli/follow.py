@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.states import RunStatus
 
 from . import render
-from .client import ApiClient
+
+if TYPE_CHECKING:
+    from .client import ApiClient
 
 POLL_INTERVAL_S = 0.3
 CLEAR_LINE = "\r\x1b[K"

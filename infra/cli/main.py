@@ -13,14 +13,14 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
 from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS, REVIEW_KEEPER_INTERVAL_MINUTES
 from agentledger.states import RunStatus
+from infra import CDK_JSON_FILE
 from infra.local.profiles import api_port, instance_profiles_dir
 from infra.local.throttles import THROTTLE_HEADER, THROTTLES
 
@@ -41,6 +41,9 @@ from .follow import (
 )
 from .packaging import PackagingError, package_repository
 from .signing import SigningError, is_loopback, request_signer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
@@ -152,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _check_build_sandbox(unsafe: bool) -> None:
     """Builds run the code under test: without the sandbox they run only when asked to, loudly."""
-    from infra.local.sandbox import sandbox_problem  # noqa: PLC0415
+    from infra.local.sandbox import sandbox_problem  # noqa: PLC0415 — only serve runs builds
 
     if unsafe:
         print("agentledger: UNSAFE: --unsafe-local-builds: test builds run without a sandbox, as this user, with "
@@ -164,6 +167,7 @@ def _check_build_sandbox(unsafe: bool) -> None:
 
 
 def _check_build_cache() -> None:
+    # Both load moto: only serve pays for it.
     from infra.local.codebuild import build_cache_problem  # noqa: PLC0415
     from infra.local.runtime import default_build_cache  # noqa: PLC0415
 
@@ -174,8 +178,6 @@ def _check_build_cache() -> None:
 
 def _context(given: list[str] | None) -> dict[str, str]:
     """`-c key=value` pairs, as `cdk deploy` takes them."""
-    from infra import CDK_JSON_FILE  # noqa: PLC0415
-
     known = sorted(key for key in json.loads(CDK_JSON_FILE.read_text())["context"] if "@" not in key)
     context = {}
     for pair in given or []:

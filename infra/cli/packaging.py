@@ -14,7 +14,10 @@ import io
 import subprocess
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_FILES = 200_000
 

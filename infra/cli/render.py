@@ -135,7 +135,7 @@ def elapsed_line(stages: Mapping[str, Mapping[str, Any]], now: datetime) -> str 
     return f"  … {record['stage']} running for {shown}"
 
 
-def outcome(document: Mapping[str, Any]) -> str:
+def outcome(document: Mapping[str, Any]) -> str:  # noqa: PLR0911 — one message per status
     """What a finished wait means for the person watching, and what they can do next."""
     run = document["run"]
     run_id, status = run["run_id"], run["status"]

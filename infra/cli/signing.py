@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from infra.local.profiles import LOCAL_REGION, instance_profiles_dir
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 Signer = Callable[[str, str, dict[str, str], bytes | None], dict[str, str]]
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")

@@ -3,11 +3,12 @@ The service itself enforces what IAM cannot express (a requester may not approve
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.constructs import logical_id
 from infra.constructs.api import STAGE_NAME
 from infra.constructs.functions import wildcard_resource_finding
 
@@ -37,7 +38,7 @@ class AccessPolicies(Construct):
                 description=f"agentledger {duty.lower()}: {', '.join(f'{m} {p}' for m, p in routes)}",
                 statements=[iam.PolicyStatement(actions=["execute-api:Invoke"], resources=resources)],
             )
-            api_id = f"<{Stack.of(self).get_logical_id(rest_api.node.default_child)}>"
+            api_id = f"<{logical_id(rest_api)}>"
             for method, path in routes:
                 if "*" in execute_api_path(path):
                     Validations.of(policy).acknowledge(Acknowledgment(

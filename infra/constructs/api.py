@@ -74,9 +74,16 @@ def resolver_routes() -> tuple[Route, ...]:
     routes = []
     for route in [*app._static_routes, *app._dynamic_routes]:
         path = re.sub(r"<(\w+)>", r"{\1}", route.path)
-        bodies = [param.field_info.annotation for param in route.dependant.body_params]
+        bodies = [_request_model(param.field_info.annotation) for param in route.dependant.body_params]
         routes.append(Route(path, route.method, bodies[0] if bodies else None))
     return tuple(sorted(routes, key=lambda r: (r.path, r.method)))
+
+
+def _request_model(annotation: object) -> type[BaseModel]:
+    """A route's request body, which the api function declares as a pydantic model."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    raise TypeError(f"the api function's request bodies are pydantic models, not {annotation!r}")
 
 
 def _path_parameters(path: str) -> dict[str, bool]:

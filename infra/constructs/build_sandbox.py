@@ -14,6 +14,8 @@ other bucket or log group, even with credentials the code under test brought alo
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from aws_cdk import Acknowledgment, ArnFormat, Duration, Stack, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ec2 as ec2
@@ -27,6 +29,7 @@ from agentledger.artifacts import stage_prefix
 from agentledger.states import BUILD_STAGES
 from agentledger.testrun.config import DEFAULT_COMPUTE, DEFAULT_IMAGE
 from agentledger.testrun.layout import BUILDSPEC
+from infra.constructs import logical_id
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 HTTPS = ec2.Port.tcp(443)
@@ -92,7 +95,7 @@ class BuildSandbox(Construct):
         Validations.of(self.role).acknowledge(
             Acknowledgment(
                 id="AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
-                f"<AWS::AccountId>:log-group:<{stack.get_logical_id(self.log_group.node.default_child)}>"
+                f"<AWS::AccountId>:log-group:<{logical_id(self.log_group)}>"
                 ":log-stream:*]",
                 reason="Each build writes a stream CodeBuild names after the build's id, which no "
                 "IAM variable yields; the streams are those of this project's own log group only.",
@@ -125,7 +128,7 @@ class BuildSandbox(Construct):
             # The grants written above are the whole policy: none of the L2's defaults (log
             # groups by name pattern, report groups) are added to it.
             role=self.role.without_policy_updates(),
-            **(network.project_properties() if network else {}),
+            **(network.project_properties() if network else _ProjectNetwork()),
         )
         if network:
             network.grant_interfaces(self.project, self.role)
@@ -194,6 +197,14 @@ class BuildSandbox(Construct):
                 reason="Each build's output grant is a parameter named by a random token at run time.",
             )
         )
+
+
+class _ProjectNetwork(TypedDict, total=False):
+    """A codebuild.Project's network properties."""
+
+    vpc: ec2.IVpc
+    subnet_selection: ec2.SubnetSelection
+    security_groups: list[ec2.ISecurityGroup]
 
 
 class _IsolatedNetwork(Construct):
@@ -271,12 +282,10 @@ class _IsolatedNetwork(Construct):
                                                    resources=[resource]))
         return endpoint
 
-    def project_properties(self) -> dict[str, object]:
-        return {
-            "vpc": self.vpc,
-            "subnet_selection": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
-            "security_groups": [self.build_group],
-        }
+    def project_properties(self) -> _ProjectNetwork:
+        return _ProjectNetwork(vpc=self.vpc,
+                               subnet_selection=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+                               security_groups=[self.build_group])
 
     def grant_interfaces(self, project: codebuild.Project, role: iam.Role) -> None:
         """The role is immutable to the project, so the network permissions the L2 would attach

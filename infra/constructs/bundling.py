@@ -17,6 +17,7 @@ import sys
 import tempfile
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
@@ -76,7 +77,9 @@ class PipLayerBundling:
             ).encode()
         ).hexdigest()
 
-    def try_bundle(self, output_dir: str, _options: BundlingOptions) -> bool:
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **docker_options: Any) -> bool:
+        """As ILocalBundling declares it: jsii passes the bundling options as keywords (the Docker
+        image and the options of a Docker bundling, which this one needs none of)."""
         cached_tree = LAYER_CACHE_DIR / self.fingerprint
         if not cached_tree.is_dir():
             self._install_into_cache(cached_tree)

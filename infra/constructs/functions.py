@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
@@ -22,10 +23,13 @@ from agentledger import metric_names
 from agentledger.generation import DEFAULT_GENERATION_RUNS
 from agentledger.source import UPLOAD_PREFIX, ArchiveLimits
 from infra import LAMBDA_PACKAGES, lambda_code_root
-from infra.constructs.build_sandbox import BuildSandbox
+from infra.constructs import cfn_resource, logical_id
 from infra.constructs.bundling import dependencies_layer_code
-from infra.constructs.notifications import Notifications
-from infra.constructs.storage import Storage
+
+if TYPE_CHECKING:
+    from infra.constructs.build_sandbox import BuildSandbox
+    from infra.constructs.notifications import Notifications
+    from infra.constructs.storage import Storage
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
@@ -336,6 +340,7 @@ class Functions(Construct):
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])
             )
+            assert function.role is not None, "_build gives every function its role"
             _acknowledge_wildcard(
                 function.role,
                 "arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
@@ -383,7 +388,7 @@ class Functions(Construct):
             },
         )
         # The contract names functions by logical id (the local runtime maps them to handlers).
-        function.node.default_child.override_logical_id(spec.name)
+        cfn_resource(function).override_logical_id(spec.name)
 
         self._grant_data_access(role, spec)
         if spec.signs_cursors:
@@ -502,8 +507,7 @@ def _grant_bucket(bucket: s3.Bucket, role: iam.Role, access: Access) -> None:
 
 def _reference(resource: Construct, attribute: str) -> str:
     """How cdk-nag spells Fn::GetAtt of a resource's attribute in a finding: <LogicalId.Attr>."""
-    logical_id = Stack.of(resource).get_logical_id(resource.node.default_child)
-    return f"<{logical_id}.{attribute}>"
+    return f"<{logical_id(resource)}.{attribute}>"
 
 
 def wildcard_resource_finding(resource: str) -> str:

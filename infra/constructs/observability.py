@@ -40,10 +40,10 @@ def _metric(
     )
 
 
-def _graph(title: str, *metrics: cloudwatch.IMetric, **options: object) -> cloudwatch.GraphWidget:
-    return cloudwatch.GraphWidget(
-        title=title, left=list(metrics), width=WIDGET_WIDTH, height=WIDGET_HEIGHT, **options
-    )
+def _graph(title: str, *metrics: cloudwatch.IMetric, left_y_axis: cloudwatch.YAxisProps | None = None,
+           left_annotations: list[cloudwatch.HorizontalAnnotation] | None = None) -> cloudwatch.GraphWidget:
+    return cloudwatch.GraphWidget(title=title, left=list(metrics), width=WIDGET_WIDTH, height=WIDGET_HEIGHT,
+                                  left_y_axis=left_y_axis, left_annotations=left_annotations)
 
 
 class Observability(Construct):

@@ -3,6 +3,8 @@ the rule that tells waiting stages their test build ended."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -14,8 +16,10 @@ from constructs import Construct
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE, ENDED_BUILD_STATUSES
 from agentledger.limits import REVIEW_KEEPER_INTERVAL_MINUTES
 from infra import STATE_MACHINE_FILE
-from infra.constructs.build_sandbox import BuildSandbox
 from infra.constructs.functions import LOG_RETENTION, Functions, wildcard_resource_finding
+
+if TYPE_CHECKING:
+    from infra.constructs.build_sandbox import BuildSandbox
 
 DEFINITION_FILE = STATE_MACHINE_FILE
 REVIEW_KEEPER_INTERVAL = Duration.minutes(REVIEW_KEEPER_INTERVAL_MINUTES)

@@ -44,17 +44,14 @@ import time
 import traceback
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from moto.codebuild import responses as codebuild_responses
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
-from moto.codebuild.responses import CodeBuildResponse
 from moto.core.exceptions import JsonRESTError
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ssm.models import ssm_backends
@@ -89,6 +86,12 @@ from .sandbox import (
 )
 from .seccomp import build_filter
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from moto.codebuild.responses import CodeBuildResponse
+    from moto.events.utils import EventMessageType
+
 PHASES = ("install", "pre_build", "build", "post_build")
 LOG_TAIL_BYTES = 64 << 10
 INSTALL_PHASE = "pre_build"  # the buildspec's phase that runs the kit's `install`
@@ -106,7 +109,6 @@ BUILD_USER = "agentledger-build"
 ROOT_HOME = Path("/root")
 UNSAFE_WARNING = ("agentledger: UNSAFE: this build runs without a sandbox (--unsafe-local-builds): the code under "
                   "test runs as serve's user, sees this machine's files and processes and can reach every local port")
-_MOTO_START_BUILD = CodeBuildResponse.start_build
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ class LocalCodeBuild:
         # moto keeps no such field.
         self.build_limits: dict[str, int] = {}
         # Where a build's end is announced, as CodeBuild sends its state-change event to EventBridge.
-        self.on_ended: Callable[[dict[str, Any]], None] | None = None
+        self.on_ended: Callable[[EventMessageType], None] | None = None
 
     # -- what tests and people look at ------------------------------------------------------
     def builds_for(self, run_id: str, stage: str = "verify") -> list[LocalBuild]:
@@ -185,60 +187,37 @@ class LocalCodeBuild:
     def forward_port(self, port: int) -> None:
         self.forwarded_port = port
 
-    # -- moto's seams ------------------------------------------------------------------------
-    def install(self, runs_project: Callable[[str], bool]) -> Callable[[], None]:
-        """Run the builds of the projects `runs_project` claims; any other project's builds go to
-        whatever handled them before (another runner, or moto), so runners nest."""
-        runner = self
-        original_start = CodeBuildResponse.start_build
-        original_start_in_moto = _MOTO_START_BUILD
-        original_batch_get = CodeBuildBackend.batch_get_builds
-        original_stop = CodeBuildBackend.stop_build
-        original_validate_source = codebuild_responses._validate_required_params_source
-
-        def validate_source(source: dict[str, Any]) -> None:
-            # CodeBuild takes a NO_SOURCE project without a location (its buildspec is inline);
-            # moto asks every project for one.
-            if source.get("type") != "NO_SOURCE":
-                original_validate_source(source)
-
+    # -- what moto_seams puts in place of moto's CodeBuild ----------------------------------
+    def build_starter(self, runs_project: Callable[[str], bool], elsewhere: Callable[[CodeBuildResponse], Any],
+                      in_moto: Callable[[CodeBuildResponse], Any]) -> Callable[[CodeBuildResponse], Any]:
+        """`CodeBuildResponse.start_build`: the builds of the projects `runs_project` claims are
+        recorded `in_moto` and run here; any other project's builds go `elsewhere`, to whatever
+        handled them before (another runner, or moto), so runners nest."""
         def start_build(response: CodeBuildResponse) -> Any:
             name = response._get_param("projectName")
             if not runs_project(name):
-                return original_start(response)
-            with runner._admitting:
-                runner._admit(name)
-                result = original_start_in_moto(response)
+                return elsewhere(response)
+            with self._admitting:
+                self._admit(name)
+                result = in_moto(response)
                 backend: CodeBuildBackend = codebuild_backends[response.current_account][response.region]
                 record = backend.build_metadata[name].build_metadata
-                runner._submit(backend, name, record, response)
+                self._submit(backend, name, record, response)
             return result
 
-        def batch_get_builds(backend: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
-            # The records as the sandbox keeps them, instead of moto's "every build SUCCEEDED".
-            return [build for history in backend.build_metadata_history.values() for build in history
-                    if build["id"] in ids]
+        return start_build
 
+    def build_stopper(self, elsewhere: Callable[..., dict[str, Any] | None]) -> Callable[..., dict[str, Any] | None]:
+        """`CodeBuildBackend.stop_build`: this runner's builds are stopped here; any other goes
+        `elsewhere`."""
         def stop_build(backend: CodeBuildBackend, build_id: str) -> dict[str, Any] | None:
-            build = runner._builds.get(build_id)
+            build = self._builds.get(build_id)
             if build is None:
-                return original_stop(backend, build_id)
-            runner._stop(build)
+                return elsewhere(backend, build_id)
+            self._stop(build)
             return build.record
 
-        CodeBuildResponse.start_build = start_build  # type: ignore[method-assign]
-        CodeBuildBackend.batch_get_builds = batch_get_builds  # type: ignore[method-assign]
-        CodeBuildBackend.stop_build = stop_build  # type: ignore[method-assign]
-        codebuild_responses._validate_required_params_source = validate_source
-
-        def uninstall() -> None:
-            codebuild_responses._validate_required_params_source = original_validate_source
-            CodeBuildResponse.start_build = original_start  # type: ignore[method-assign]
-            CodeBuildBackend.batch_get_builds = original_batch_get  # type: ignore[method-assign]
-            CodeBuildBackend.stop_build = original_stop  # type: ignore[method-assign]
-            self.shutdown()
-
-        return uninstall
+        return stop_build
 
     def shutdown(self) -> None:
         with self._lock:
@@ -292,7 +271,7 @@ class LocalCodeBuild:
         try:
             if build.missing_parameters:  # CodeBuild fails such a build before any phase runs
                 raise SandboxError(f"parameter does not exist: {', '.join(build.missing_parameters)}")
-            with self._place(build) as place, open(place.log_path, "wb") as log:
+            with self._place(build) as place, place.log_path.open("wb") as log:
                 if self.unsafe:
                     log.write(f"{UNSAFE_WARNING}\n".encode())
                     print(f"{UNSAFE_WARNING} ({build.build_id})", file=sys.stderr, flush=True)
@@ -438,7 +417,7 @@ class LocalCodeBuild:
             lock = self._installing.setdefault(name, threading.Lock())
         locks = self.cache_dir / "locks"
         locks.mkdir(parents=True, exist_ok=True)
-        with lock, open(locks / f"{name}.lock", "w") as handle:
+        with lock, (locks / f"{name}.lock").open("w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
             yield
 
@@ -616,7 +595,25 @@ def build_cache_problem(cache_dir: Path) -> str | None:
     return None
 
 
-def state_change_event(record: dict[str, Any]) -> dict[str, Any]:
+def batch_get_builds(backend: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
+    """`CodeBuildBackend.batch_get_builds`: the records as the sandbox keeps them, instead of
+    moto's "every build SUCCEEDED"."""
+    return [build for history in backend.build_metadata_history.values() for build in history
+            if build["id"] in ids]
+
+
+def source_check(previous: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """The check of a project's source (moto's `_validate_required_params_source`, `previous`) as
+    CodeBuild makes it: CodeBuild takes a NO_SOURCE project without a location (its buildspec is
+    inline); moto asks every project for one."""
+    def validate_source(source: dict[str, Any]) -> None:
+        if source.get("type") != "NO_SOURCE":
+            previous(source)
+
+    return validate_source
+
+
+def state_change_event(record: dict[str, Any]) -> EventMessageType:
     """The EventBridge event CodeBuild sends when a build ends (the fields the stack's rule and
     BuildEndedFunction read, and the envelope every event has)."""
     arn = record["arn"]
@@ -678,7 +675,7 @@ def _resolve(variables: list[dict[str, str]], account: str, region: str) -> tupl
 
 
 def _tail(path: Path) -> str:
-    with open(path, "rb") as log:
+    with path.open("rb") as log:
         size = log.seek(0, os.SEEK_END)
         log.seek(max(0, size - LOG_TAIL_BYTES))
         return log.read().decode("utf-8", errors="replace")

@@ -35,7 +35,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import boto3
@@ -46,8 +46,10 @@ from agentledger.api_contract import RUN_ID_PATTERN, ErrorBody
 from agentledger.errors import RunNotFoundError
 from infra import CONSOLE_STATIC_DIR, STATE_MACHINE_FILE
 
-from .principals import LocalPrincipal
 from .runtime import REGION, LocalRuntime
+
+if TYPE_CHECKING:
+    from .principals import LocalPrincipal
 
 PREFIX = "/console/"
 SESSION_COOKIE = "agentledger_console"
@@ -109,7 +111,7 @@ class Console:
         return links
 
     # -- routing ---------------------------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
+    def handle(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],  # noqa: PLR0911 — a router
                body: str | None) -> ConsoleResponse:
         route = path.removeprefix(PREFIX)
         if method == "GET" and route in ("", "index.html"):

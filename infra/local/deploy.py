@@ -9,13 +9,15 @@ import secrets
 import sys
 import warnings
 import zipfile
-from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 STACK_NAME = "AgentLedgerStack"
 BOOTSTRAP_QUALIFIER = "hnb659fds"

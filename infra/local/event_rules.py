@@ -8,13 +8,17 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moto.events.models import EventPattern
 
 from agentledger.hidden_text import printable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from moto.events.utils import EventMessageType
 
 ATTEMPTS = 3
 RETRY_DELAY_S = 1.0
@@ -28,7 +32,7 @@ class _Rule:
 
 
 class LocalEventRules:
-    def __init__(self, events_client: Any, invoke: Callable[[str, dict[str, Any]], str | None]) -> None:
+    def __init__(self, events_client: Any, invoke: Callable[[str, Mapping[str, Any]], str | None]) -> None:
         """`invoke(function name, event)` returns the function's error, if it failed."""
         self._invoke = invoke
         self._rules = [_Rule(rule["Name"], EventPattern.load(rule["EventPattern"]),
@@ -38,7 +42,7 @@ class LocalEventRules:
                        for rule in events_client.list_rules()["Rules"] if rule.get("EventPattern")]
         self.closed = False
 
-    def put(self, event: dict[str, Any]) -> None:
+    def put(self, event: EventMessageType) -> None:
         """Deliver to every matching rule's targets, each on a thread of its own; returns at once."""
         for rule in self._rules:
             if rule.pattern.matches_event(event):
@@ -46,8 +50,7 @@ class LocalEventRules:
                     threading.Thread(target=self._deliver, args=(rule.name, function, event),
                                      name=f"event-{rule.name[-12:]}", daemon=True).start()
 
-    def _deliver(self, rule: str, function: str, event: dict[str, Any]) -> None:
-        error = ""
+    def _deliver(self, rule: str, function: str, event: EventMessageType) -> None:
         for attempt in range(1, ATTEMPTS + 1):
             if self.closed:
                 return
@@ -56,5 +59,6 @@ class LocalEventRules:
                 return
             if attempt < ATTEMPTS:
                 time.sleep(RETRY_DELAY_S * attempt)
-        print(printable(f"agentledger: rule {rule} could not deliver {event.get('detail-type')} to {function} "
-                        f"after {ATTEMPTS} attempts: {error[:300]}"), file=sys.stderr, flush=True)
+            else:
+                print(printable(f"agentledger: rule {rule} could not deliver {event.get('detail-type')} to "
+                                f"{function} after {ATTEMPTS} attempts: {error[:300]}"), file=sys.stderr, flush=True)

@@ -16,20 +16,23 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from agentledger.adapters.receivers import MARKER_PREFIX
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPOSITORY_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<rest>.+)$")
 # Where html_url points: GitHub's page for an issue or pull request. Here a JSON view of it (with
 # a pull request's files), so the links agentledger records open locally.
 PAGE_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<repo>[^/]+)/(?P<kind>issues|pull)/(?P<number>\d+)$")
 MARKER = re.compile(re.escape(MARKER_PREFIX) + r"\s*(?P<key>\S+)\s*-->")
+HOST = "127.0.0.1"  # the only address the local GitHub listens on
 FAULTS = ("drop_response", "slow", "fail", "rate_limit")
 # How a rate limit names its wait, as GitHub's answers do: a secondary limit's `retry-after`, a
 # primary limit's `x-ratelimit-remaining: 0` with `x-ratelimit-reset`, or a secondary limit's message alone.
@@ -107,14 +110,13 @@ class LocalGitHub:
         self._lock = threading.Lock()
         self._faults: deque[Fault] = deque()
         self._written_keys: list[str] = []
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self.httpd = ThreadingHTTPServer((HOST, port), _handler_for(self))
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="local-github", daemon=True)
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{HOST}:{self.httpd.server_port}"
 
     def start(self) -> LocalGitHub:
         self._thread.start()
@@ -341,7 +343,8 @@ def _count_by_key(records: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _first(query: dict[str, list[str]], name: str) -> str | None:
-    return (query.get(name) or [None])[0]
+    values = query.get(name)
+    return values[0] if values else None
 
 
 def _page(records: list[dict[str, Any]], query: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -371,7 +374,7 @@ def _handler_for(github: LocalGitHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _handle(self) -> None:
+        def _handle(self) -> None:  # noqa: PLR0911 — it returns once it has answered
             page = github.page(self.path) if self.command == "GET" else None
             if page is not None:
                 self._reply(*page)

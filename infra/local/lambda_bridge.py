@@ -1,7 +1,7 @@
 """Runs Lambda invocations that moto receives with the real handler, in this process.
 
-moto would start a Docker container; there is no Docker here. The seam
-`LambdaFunction._invoke_lambda` is replaced by a runner that resolves the handler named in the
+moto would start a Docker container; there is no Docker here. moto_seams puts a runner in place
+of `LambdaFunction._invoke_lambda` (invoker), which resolves the handler named in the
 function's configuration inside the code asset the stack deployed, applies that function's
 environment and a context whose remaining time follows the configured timeout, and reports
 errors in the shape the Lambda runtime uses, which is what Step Functions matches Retry and
@@ -35,18 +35,20 @@ import traceback
 import uuid
 import zipfile
 from collections import deque
-from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
-
-from moto.awslambda.models import LambdaFunction
+from typing import TYPE_CHECKING, Any
 
 from agentledger.faults import SimulatedCrash
 from infra import lambda_code_root
 
 from . import environ, output
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from moto.awslambda.models import LambdaFunction
 
 FUNCTIONS_DIR = lambda_code_root()
 
@@ -175,7 +177,7 @@ def invoke(function: LambdaFunction, event: Any, slots: InvocationSlots) -> tupl
 
 def _run(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     context = LocalLambdaContext(
-        function_name=function.function_name, function_version=function.version,
+        function_name=function.function_name, function_version=str(function.version),
         invoked_function_arn=function.function_arn, memory_limit_in_mb=int(function.memory_size),
         timeout_s=int(function.timeout),
         log_group_name=f"/aws/lambda/{function.function_name}", log_stream_name="local",
@@ -245,18 +247,19 @@ def _functions_importable() -> Callable[[], None]:
     return forget
 
 
-def install(slots: InvocationSlots) -> Callable[[], None]:
-    """Serve moto's Lambda invocations here, at most as many at once as `slots` allows; the
-    returned undo gives moto its own runner back and leaves sys.path and the output streams as
-    they were."""
+def invoker(slots: InvocationSlots) -> Callable[[LambdaFunction, str | None], tuple[str, bool, str]]:
+    """What runs moto's Lambda invocations here, in place of `LambdaFunction._invoke_lambda`, at
+    most as many at once as `slots` allows."""
+    def _invoke_lambda(self: LambdaFunction, event: str | None = None) -> tuple[str, bool, str]:
+        return invoke(self, event if event is not None else {}, slots)
+
+    return _invoke_lambda
+
+
+def install() -> Callable[[], None]:
+    """Handlers import and print as in the Lambda runtime; the returned undo leaves sys.path and
+    the output streams as they were."""
     with ExitStack() as undo:
         undo.callback(output.install())
         undo.callback(_functions_importable())
-        original = LambdaFunction._invoke_lambda
-
-        def _invoke_lambda(self: LambdaFunction, event: str | None = None) -> tuple[str, bool, str]:
-            return invoke(self, event if event is not None else {}, slots)
-
-        LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
-        undo.callback(setattr, LambdaFunction, "_invoke_lambda", original)
         return undo.pop_all().close

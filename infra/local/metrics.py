@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger import metric_names as names
 
-from .runtime import LocalRuntime
+if TYPE_CHECKING:
+    from .runtime import LocalRuntime
 
 
 def emitted_metrics(runtime: LocalRuntime) -> list[dict[str, Any]]:

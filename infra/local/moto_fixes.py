@@ -1,121 +1,81 @@
 """Where moto 5.2.5 behaves unlike AWS in a way this project depends on, the local runtime
-corrects it here, each with the behaviour AWS has."""
+corrects it, each with the behaviour AWS has: each function here takes moto's own member and
+returns what moto_seams puts in its place."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 from moto.stepfunctions.parser.api import HistoryEventType, LambdaFunctionFailedEventDetails
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
-    StateTaskServiceCallback,
-)
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
     StateTaskServiceLambda,
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
-from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 
-def _answered_task_token_is_not_lost() -> Callable[[], None]:
+def answered_task_token_is_not_lost(original: Callable[..., Any]) -> Callable[..., Any]:
     """AWS accepts SendTaskSuccess as soon as the task has its token, even while the Lambda that
     received the token is still running. moto, when the state has HeartbeatSeconds, starts
     waiting for a heartbeat without first looking at an answer that already arrived, so an early
     approval sits unseen until the heartbeat window (15 minutes here) ends."""
-    original = StateTaskServiceCallback._wait_for_task_token_heartbeat
-    if getattr(original, "__agentledger_fixed__", False):
-        return lambda: None
-
     def wait(self: Any, env: Any, callback_endpoint: Any, heartbeat_endpoint: Any) -> Any:
         early = callback_endpoint.get_outcome()
         if early is not None:
             return early
         return original(self, env, callback_endpoint, heartbeat_endpoint)
 
-    wait.__agentledger_fixed__ = True  # type: ignore[attr-defined]
-    StateTaskServiceCallback._wait_for_task_token_heartbeat = wait  # type: ignore[method-assign]
-
-    def uninstall() -> None:
-        StateTaskServiceCallback._wait_for_task_token_heartbeat = original  # type: ignore[method-assign]
-
-    return uninstall
+    return wait
 
 
-def _answers_reach_their_task_while_executions_start() -> Callable[[], None]:
+def answers_reach_their_task_while_executions_start(original: Callable[..., Any]) -> Callable[..., Any]:
     """SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat look through the executions for the
     one holding the token. moto asks each for its evaluation environment, which an execution has
     only once it has parsed its definition, so while one is starting, an answer to any task it
     is asked before (and to a task already over) fails with an AttributeError instead (seen: the
     review keeper's heartbeats failing while new runs started). An execution without an
     environment yet holds no task token: it is passed over."""
-    original = StepFunctionsParserBackend._get_executions
-
     def executions(self: StepFunctionsParserBackend, execution_status: Any = None) -> list[Any]:
         return [execution for execution in original(self, execution_status)
                 if execution.exec_worker is not None and execution.exec_worker.env is not None]
 
-    StepFunctionsParserBackend._get_executions = executions  # type: ignore[method-assign]
-
-    def uninstall() -> None:
-        StepFunctionsParserBackend._get_executions = original  # type: ignore[method-assign]
-
-    return uninstall
+    return executions
 
 
-def _a_heartbeat_is_taken_once_the_token_exists() -> Callable[[], None]:
+def a_heartbeat_is_taken_once_the_token_exists(original: Callable[..., Any]) -> Callable[..., Any]:
     """AWS takes SendTaskHeartbeat for any task token it handed out. moto sends the token (the
     task's message) before it sets up the task's heartbeat clock, and until then answers a
     heartbeat with InvalidToken (seen: a heartbeat sent as soon as the token arrived, on loaded
     cores). The clock starts when it is set up, so a heartbeat before it is taken and changes
     nothing."""
-    original = CallbackEndpoint.notify_heartbeat
-
     def notify_heartbeat(self: CallbackEndpoint) -> bool:
         return original(self) if self._heartbeat_endpoint is not None else True
 
-    CallbackEndpoint.notify_heartbeat = notify_heartbeat  # type: ignore[method-assign]
-
-    def uninstall() -> None:
-        CallbackEndpoint.notify_heartbeat = original  # type: ignore[method-assign]
-
-    return uninstall
+    return notify_heartbeat
 
 
-def _a_refused_invoke_is_a_lambda_error() -> Callable[[], None]:
+def a_refused_invoke_is_a_lambda_error(original: Callable[..., Any]) -> Callable[..., Any]:
     """When Lambda refuses an Invoke (TooManyRequestsException at its concurrency limit), AWS fails
     a task whose resource is the function's ARN with `Lambda.<error code>`, as it does a
     `lambda:invoke` task, so one Retry rule covers both. moto names it `Exception` for the former,
     which no Retry of a state machine written for AWS matches. The error is named as moto's own
     `lambda:invoke` names it."""
-    original = StateTaskLambda._from_error
-
     def from_error(self: StateTaskLambda, env: Any, ex: Exception) -> FailureEvent:
         if not isinstance(ex, ClientError):
             return original(self, env, ex)
         error, cause = StateTaskServiceLambda._error_cause_from_client_error(ex)
         failed = LambdaFunctionFailedEventDetails(error=error, cause=cause)
-        details = EventDetails(lambdaFunctionFailedEventDetails=failed)
+        # moto declares every key of EventDetails required, and builds it with one key itself.
+        details = EventDetails(lambdaFunctionFailedEventDetails=failed)  # type: ignore[typeddict-item]
         return FailureEvent(env=env, error_name=CustomErrorName(error),
                             event_type=HistoryEventType.LambdaFunctionFailed, event_details=details)
 
-    StateTaskLambda._from_error = from_error  # type: ignore[method-assign]
-
-    def uninstall() -> None:
-        StateTaskLambda._from_error = original  # type: ignore[method-assign]
-
-    return uninstall
-
-
-def install() -> Callable[[], None]:
-    """Apply every correction; the returned undo gives moto back its own behaviour."""
-    with ExitStack() as undo:
-        undo.callback(_answered_task_token_is_not_lost())
-        undo.callback(_answers_reach_their_task_while_executions_start())
-        undo.callback(_a_heartbeat_is_taken_once_the_token_exists())
-        undo.callback(_a_refused_invoke_is_a_lambda_error())
-        return undo.pop_all().close
+    return from_error

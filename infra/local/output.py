@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 _buffer: ContextVar[io.StringIO | None] = ContextVar("lambda_stdout", default=None)
 
@@ -30,6 +32,7 @@ class InvocationStream(io.TextIOBase):
     def isatty(self) -> bool:
         return self.terminal.isatty()
 
+    # typeshed declares TextIOBase.encoding a plain attribute; io's own is a read-only property, as here.
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.terminal, "encoding", "utf-8")

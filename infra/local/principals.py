@@ -11,11 +11,9 @@ import configparser
 import hashlib
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
@@ -25,6 +23,10 @@ from moto.iam.models import iam_backends
 from .profiles import LOCAL_REGION as REGION
 from .profiles import PROFILE_PREFIX
 from .sigv4 import AMZ_DATE_FORMAT, CREDENTIAL, expected_signature, parse_amz_date, same_signature
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 SERVICE = "execute-api"
 # API Gateway refuses a signature dated more than five minutes from its clock.

@@ -8,24 +8,23 @@ import os
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import boto3
 from botocore.credentials import Credentials
 from moto import mock_aws
-from moto.core.config import default_user_config
+from moto.core.config import DefaultConfig, default_user_config
 
 from agentledger import faults
 from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.api_contract import ErrorBody
 
-from . import dynamodb_lock, environ, lambda_bridge, moto_fixes, moto_scale
+from . import environ, lambda_bridge, moto_seams
 from .codebuild import LocalCodeBuild
 from .deploy import DeployedStack, deploy
 from .event_rules import LocalEventRules
@@ -35,6 +34,9 @@ from .principals import DUTIES, LocalPrincipal, create_principals
 from .s3_endpoint import LocalS3Endpoint
 from .synth import synthesize
 from .throttles import ThrottleSwitchboard
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, MutableMapping
 
 REGION = "us-east-1"
 API_HANDLER = "handlers.api.handler"
@@ -84,10 +86,10 @@ def default_build_cache() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "agentledger" / "builds"
 
 
-def moto_config(bedrock_profile: str | None) -> dict[str, Any]:
+def moto_config(bedrock_profile: str | None) -> DefaultConfig:
     """moto runs the state machine; with a Bedrock profile named, calls to Bedrock pass through
     moto to the real service (moto's passthrough), signed with that profile's credentials."""
-    config: dict[str, Any] = {"stepfunctions": {"execute_state_machine": True}}
+    config: DefaultConfig = {"stepfunctions": {"execute_state_machine": True}}
     if bedrock_profile:
         config["core"] = {**default_user_config["core"], "passthrough": {"urls": [BEDROCK_ENDPOINTS], "services": []}}
     return config
@@ -137,20 +139,19 @@ class LocalRuntime:
             undo.callback(_quieten(logging.getLogger("moto.stepfunctions")))
             # The loopback S3 endpoint would log every artifact fetch and upload to the terminal.
             undo.callback(_quieten(logging.getLogger("werkzeug")))
-            undo.callback(dynamodb_lock.install())
-            undo.callback(moto_fixes.install())
-            undo.callback(moto_scale.install())
-            undo.callback(lambda_bridge.install(self.invocation_slots))
+            undo.callback(moto_seams.install_corrections())
+            undo.callback(lambda_bridge.install())
+            undo.callback(moto_seams.run_invocations_here(self.invocation_slots))
             self.crashes.install()
             undo.callback(faults.install, None)
             assembly = self._assembly or synthesize(context=self._context)
             self._mock = mock_aws(config=moto_config(self._extra_environment.get(BEDROCK_PROFILE_VARIABLE)))
             self._mock.start()
             undo.callback(self._mock.stop)
-            undo.callback(self.throttles.install())
+            undo.callback(moto_seams.answer_throttles(self.throttles))
             # After the mock's start, which sets fake keys of its own, and before any client exists.
             undo.callback(_use_credentials(FUNCTION_CREDENTIALS))
-            undo.callback(self.codebuild.install(self._is_test_build_project))
+            undo.callback(moto_seams.run_builds(self.codebuild, self._is_test_build_project))
             self.s3_endpoint = LocalS3Endpoint(self.client("s3"), FUNCTION_CREDENTIALS, REGION).start()
             undo.callback(self.s3_endpoint.stop)
             # The one port of this machine a sandboxed build may reach.
@@ -256,7 +257,8 @@ class LocalRuntime:
         """One client per service, shared by every thread (boto3 clients are thread-safe): building
         one costs more than most requests sent with it."""
         if service not in self._clients:
-            self._clients[service] = boto3.client(service, region_name=REGION)
+            # boto3-stubs types the service as one literal name per service; boto3 takes any it knows.
+            self._clients[service] = boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
         return self._clients[service]
 
     @property
@@ -275,7 +277,7 @@ class LocalRuntime:
         rules.closed = True
         self.codebuild.on_ended = None
 
-    def _invoke_function(self, function_name: str, event: dict[str, Any]) -> str | None:
+    def _invoke_function(self, function_name: str, event: Mapping[str, Any]) -> str | None:
         """An event rule's target: the function's error message if it failed."""
         response = self.client("lambda").invoke(FunctionName=function_name, Payload=json.dumps(event))
         payload = response["Payload"].read()

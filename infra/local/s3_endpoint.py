@@ -26,16 +26,14 @@ import io
 import json
 import tempfile
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 from botocore.auth import S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 from werkzeug.sansio.multipart import Data, Epilogue, Event, Field, File, MultipartDecoder, NeedData
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
@@ -45,6 +43,11 @@ from agentledger.limits import MAX_UPLOAD_BYTES
 
 from .profiles import LOCAL_REGION
 from .sigv4 import ALGORITHM, expected_signature, expected_signature_of, parse_amz_date, parse_scope, same_signature
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from botocore.credentials import Credentials
 
 SERVICE = "s3"
 MAX_EXPIRES_S = 7 * 24 * 3600  # S3's limit for a presigned URL

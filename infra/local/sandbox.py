@@ -35,12 +35,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from .seccomp import SeccompUnavailable, build_filter
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 REQUIRED_TOOLS = ("bwrap", "pasta", "nsenter", "unshare", "setpriv", "prlimit")
 INSTALL_HINT = ("install bubblewrap and passt as root (`sudo apt-get install -y bubblewrap passt`, or `make "
@@ -383,7 +385,7 @@ def processes_in(pid_namespace: str) -> list[int]:
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == pid_namespace and not _dead(entry.name):
+                if str(Path(entry.path, "ns", "pid").readlink()) == pid_namespace and not _dead(entry.name):
                     found.append(int(entry.name))
             except OSError:
                 continue  # gone meanwhile
@@ -391,5 +393,4 @@ def processes_in(pid_namespace: str) -> list[int]:
 
 
 def _dead(pid: str) -> bool:
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    return Path("/proc", pid, "stat").read_bytes().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")

@@ -7,7 +7,7 @@ import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from agentledger.api_contract import ErrorBody, run_id_for
@@ -20,9 +20,11 @@ from .console import Console, with_security_headers
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .profiles import SERVE_HOST
-from .runtime import LocalRuntime
 from .start_rate import TokenBucket
 from .throttles import THROTTLE_HEADER, parse_throttle
+
+if TYPE_CHECKING:
+    from .runtime import LocalRuntime
 
 LOCAL_METRICS_PATH = "/_local/metrics"  # local runtime only: on AWS, CloudWatch has the metrics
 MAX_BODY_BYTES = 1 << 20
@@ -67,8 +69,7 @@ class LocalApiServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{SERVE_HOST}:{self.httpd.server_port}"
 
     def start(self) -> LocalApiServer:
         self._threads = [threading.Thread(target=self.httpd.serve_forever, name="local-api", daemon=True)]
@@ -114,7 +115,7 @@ class LocalApiServer:
         return None
 
 
-def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
+def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:  # noqa: C901 — its class's methods, summed
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "agentledger-local"
@@ -132,10 +133,10 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
         def _error(self, status: HTTPStatus, message: str) -> None:
             self._send(status, ErrorBody.of(status, message).model_dump_json())
 
-        def _refusal(self) -> tuple[HTTPStatus, str] | None:
+        def _refusal(self) -> tuple[HTTPStatus, str] | None:  # noqa: PLR0911 — one return per refusal
             """What the local API refuses before reading a body: another site's page or a
             rebinding DNS name talking to this loopback server, and bodies it cannot frame."""
-            port = self.server.server_address[1]
+            port = server.httpd.server_port
             loopback = {f"{name}:{port}" for name in LOOPBACK_NAMES}
             if self.headers.get("Host", "") not in loopback:
                 return HTTPStatus.FORBIDDEN, f"Host must be this server's loopback address ({sorted(loopback)[0]})"
@@ -154,7 +155,7 @@ def _handler_for(server: LocalApiServer) -> type[BaseHTTPRequestHandler]:
                 return HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"
             return None
 
-        def _dispatch(self) -> None:
+        def _dispatch(self) -> None:  # noqa: PLR0911 — it returns once it has answered
             refusal = self._refusal()
             if refusal is not None:
                 # The body is never read: close, so its bytes cannot be taken for the next request.

@@ -10,10 +10,13 @@ import hmac
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+
+if TYPE_CHECKING:
+    from botocore.credentials import Credentials
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 AMZ_DATE_FORMAT = "%Y%m%dT%H%M%SZ"

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from agentledger.limits import StartRate
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agentledger.limits import StartRate
 
 
 class TokenBucket:

@@ -10,10 +10,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infra import LAMBDA_PACKAGES, PACKAGE_DIR, PROJECT_ROOT, SAMPLE_REPOSITORY, cache_dir, lambda_code_root
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 CACHE_ROOT = cache_dir() / "synth"
 STACK_TEMPLATE = "AgentLedgerStack.template.json"
@@ -54,7 +57,7 @@ def synthesize(progress: bool = True, context: dict[str, str] | None = None) -> 
     if (target / STACK_TEMPLATE).exists():
         return _used(target)
     CACHE_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(CACHE_ROOT / ".lock", "w") as lock:
+    with (CACHE_ROOT / ".lock").open("w") as lock:
         # Parallel test workers wait for one synth instead of running several.
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / STACK_TEMPLATE).exists():

@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+    from moto.core.botocore_stubber import BotocoreStubber
 
 # The local API's request header that arms a throttle for the run the request creates.
 THROTTLE_HEADER = "X-Agentledger-Throttle"
@@ -45,7 +47,9 @@ class ThrottleAnswer:
         else:  # JSON protocol: the code is the document's __type
             headers = {"x-amzn-RequestId": request_id, "Content-Type": "application/x-amz-json-1.1"}
             document = {"__type": self.code, **self.body, "message": self.message}
-        return AWSResponse(url, self.status, headers, _Raw(json.dumps(document).encode()))
+        # botocore-stubs asks for an HTTPHeaders; AWSResponse wraps any mapping in a HeadersDict
+        # (botocore's own Stubber passes a dict).
+        return AWSResponse(url, self.status, headers, _Raw(json.dumps(document).encode()))  # type: ignore[arg-type]
 
 
 class _Raw:
@@ -158,13 +162,9 @@ class ThrottleSwitchboard:
                 throttle.passed_after += 1
             return None
 
-    def install(self) -> Callable[[], None]:
-        """Put the switchboard in front of moto's handling of every request; the returned undo
-        takes it away."""
-        from moto.core.botocore_stubber import BotocoreStubber  # noqa: PLC0415 — moto only when a runtime starts
-
-        original = BotocoreStubber.__call__
-
+    def in_front_of(self, handler: Callable[..., AWSResponse | None]) -> Callable[..., AWSResponse | None]:
+        """moto's handler of every request (`BotocoreStubber.__call__`), with the switchboard in
+        front of it: what moto_seams puts in its place."""
         def __call__(stubber: BotocoreStubber, event_name: str, request: AWSPreparedRequest,
                      **kwargs: Any) -> AWSResponse | None:
             if stubber.enabled:
@@ -172,10 +172,9 @@ class ThrottleSwitchboard:
                 answer = self.answer(service_id, operation, _body(request))
                 if answer is not None:
                     return answer.response(service_id, request.url)
-            return original(stubber, event_name, request, **kwargs)
+            return handler(stubber, event_name, request, **kwargs)
 
-        BotocoreStubber.__call__ = __call__  # type: ignore[method-assign]
-        return lambda: setattr(BotocoreStubber, "__call__", original)
+        return __call__
 
 
 def _body(request: AWSPreparedRequest) -> bytes:

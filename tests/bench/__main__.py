@@ -27,9 +27,9 @@ import argparse
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infra.local.runtime import LocalRuntime
 from tests.samples import write_sample_repository
@@ -39,6 +39,9 @@ from .client import BenchClient
 from .report import Table, crashed, progress, summary
 from .request_counter import RequestCounter
 from .timeline import timeline
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 RESUME_TARGET = 0.01  # resume after verify, as a share of a fresh run
 REQUESTS_TARGET = 1.1  # requests per run, as a multiple of the floor

@@ -34,17 +34,20 @@ E its effects (N of them notifications) and R the review answers:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.states import EFFECTS
 
-from .client import BenchClient, FullRun
 from .report import Table, Target, ratio, short_function_name
 from .request_counter import ENGINE, SERVICES, Request, RequestCounter
 from .timeline import BUILD_WAIT_STATES, Timeline, timeline
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from .client import BenchClient, FullRun
 
 
 @dataclass(frozen=True)

@@ -14,20 +14,24 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from http import HTTPStatus
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.adapters.stepfunctions import execution_arn
 from agentledger.service import run_id_for
 from infra.local.principals import principal_arn
-from infra.local.runtime import LocalRuntime
 
 from .report import progress
-from .request_counter import RequestCounter
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+    from pathlib import Path
+
+    from infra.local.runtime import LocalRuntime
+
+    from .request_counter import RequestCounter
 
 RUNNING = "running"
 AWAITING_REVIEW = "awaiting_review"

@@ -22,12 +22,10 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.local.metrics import emitted_metrics, summarize
 
@@ -42,6 +40,10 @@ from .client import (
     seconds_until,
 )
 from .report import Table, Target, progress
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 TIMEOUT_S = 3600  # from the first POST /runs until every run must wait for review: 400 builds, 2 at a time here
 POLL_S = 1.0  # watching 200 runs: a look a second is plenty, and leaves the stack its process

@@ -11,13 +11,16 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from playwright.sync_api import sync_playwright
 
-from infra.local.runtime import LocalRuntime
 from infra.local.server import LocalApiServer
 
 from .report import Table, Target
+
+if TYPE_CHECKING:
+    from infra.local.runtime import LocalRuntime
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's (make browser-tools); Playwright's own is never downloaded
 RENDERED = 'body[data-rendered="run"]'

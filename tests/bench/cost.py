@@ -25,8 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.artifacts import run_prefix
 from infra.local.deploy import STACK_NAME
@@ -37,6 +36,9 @@ from .client import AWAITING_REVIEW, ENDED, WAITING_ON_A_PERSON, BenchClient, bu
 from .cost_model import BilledInvocation, KeeperPass, RunUsage
 from .request_counter import ENGINE
 from .timeline import timeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LOG_EVENT_OVERHEAD_BYTES = 26  # CloudWatch Logs counts each event's message plus 26 bytes
 # A function's log lines are written when its handler returns, a moment after its last write to

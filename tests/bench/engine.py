@@ -13,13 +13,14 @@ import time
 import uuid
 import zipfile
 from pathlib import Path
-from typing import Any
-
-from infra.local.runtime import LocalRuntime
+from typing import TYPE_CHECKING, Any
 
 from . import noop_handler
 from .report import Table, ratio
 from .timeline import DEFINITION, Timeline, replay_steps, timeline
+
+if TYPE_CHECKING:
+    from infra.local.runtime import LocalRuntime
 
 NOOP_MODULE = noop_handler.__name__
 TASK_TOKEN = "$$.Task.Token"

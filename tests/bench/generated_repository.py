@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROJECT = "orchard"
 MODULES_PER_PACKAGE = 25

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .timeline import ReplayStep
+if TYPE_CHECKING:
+    from .timeline import ReplayStep
 
 _lock = threading.Lock()
 _script: deque[ReplayStep] = deque()

@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 MET = "met"
 NOT_MET = "NOT MET"

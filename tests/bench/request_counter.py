@@ -21,12 +21,15 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import botocore.handlers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 ENGINE = "(Step Functions / API Gateway)"
 OUTSIDE_FUNCTIONS = "(outside any function)"

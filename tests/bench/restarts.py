@@ -11,16 +11,18 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tests.samples import edit_sample_repository, write_sample_repository
 
 from .client import WAITING_ON_A_PERSON, BenchClient, build_seconds, seconds_until
 from .report import Table, Target, progress, ratio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 SLOW_MODULE = '''"""Something slow to test."""
 import time

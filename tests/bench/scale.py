@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.resident_memory import memory_mib, reset_peak
 
@@ -19,6 +19,9 @@ from .client import BenchClient, build_seconds, handoff_reason
 from .generated_repository import write_repository
 from .report import Table, Target, progress
 from .timeline import timeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TIMEOUT_S = 900
 

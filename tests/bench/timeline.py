@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.errors import BuildWaitNotNeededError
 from agentledger.states import Stage
 from infra import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 TOKEN_TASK_SUFFIX = ".waitForTaskToken"
 # The definition the local stack deploys, and the bare engine replays.

@@ -13,16 +13,18 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from infra.cli.signing import request_signer
 from infra.local.profiles import instance_profiles_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 120  # the first synth of the CDK app takes ~30 s
@@ -128,7 +130,7 @@ def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def served(logs: Path, environment: dict[str, str], *options: str, command: Sequence[str] = tuple(CLI_COMMAND),
            cwd: Path = PROJECT_ROOT) -> Iterator[str]:
     port = free_port()
-    with open(logs / "stdout", "w") as stdout, open(logs / "stderr", "w") as stderr:
+    with (logs / "stdout").open("w") as stdout, (logs / "stderr").open("w") as stderr:
         # The tests' repositories lie under the temporary directory: allowed, as a user would allow theirs.
         server = subprocess.Popen([*command, "serve", "--port", str(port), "--keeper-interval", "1",
                                    "--allow-root", tempfile.gettempdir(), *options],

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.e2e
 # Each operation signed by the duty that calls it; the rest by the requester. None of these callers
 # requested the runs they review, so no answer here is a 403.
 SIGNED_BY = {"review_run": REVIEWER, "resume_run": OPERATOR}
-SETTINGS = dict(derandomize=True, database=None, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+SETTINGS = {"derandomize": True, "database": None, "deadline": None,
+            "suppress_health_check": list(hypothesis.HealthCheck)}
 EXAMPLES_PER_OPERATION = 25
 SCENARIOS, STEPS_PER_SCENARIO = 15, 6
 

@@ -9,15 +9,17 @@ import json
 import re
 import time
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from .conftest import CLI_ENVIRONMENT, E2E_CONTEXT, CliResult, http, run_cli, served
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("console")]
 

@@ -9,7 +9,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import pytest
@@ -19,6 +19,9 @@ from infra.local.principals import principal_arn
 from tests.resident_memory import memory_mib
 
 from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, http, run_cli, served, serving_process
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("concurrent_runs")]
 RUNS = 10

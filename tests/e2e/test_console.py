@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
@@ -20,6 +18,10 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from tests.samples import write_sample_repository
 
 from .conftest import CLI_ENVIRONMENT, E2E_CONTEXT, CliResult, http, run_cli, served
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("console")]
 

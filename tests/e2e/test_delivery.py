@@ -8,8 +8,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -18,6 +17,9 @@ from agentledger.faults import EFFECT_CRASH_POINTS
 from infra.local.runtime import LOCAL_GITHUB_REPOSITORY, LOCAL_GITHUB_TOKEN
 
 from .conftest import REVIEWER, CliResult, assert_one_line_error, http, run_cli, wait_for_status
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.e2e
 Cli = Callable[..., CliResult]

@@ -8,12 +8,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .conftest import REVIEWER, CliResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("generation")]
 

@@ -13,7 +13,6 @@ index and passes in the sandbox."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import uuid
@@ -407,7 +406,7 @@ def _processes_left(token: str, build_dir: str) -> list[str]:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            cwd = os.readlink(entry / "cwd")
+            cwd = str((entry / "cwd").readlink())
         except OSError:
             continue
         if token.encode() in cmdline or cwd.startswith(build_dir):

@@ -9,13 +9,16 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.wheel import build_wheel
 
 from .conftest import NODE_MAJOR, REQUESTER, CliResult, assert_one_line_error, free_port, http, served
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # One worker builds the wheel and the venvs once, and runs these in order.
 pytestmark = pytest.mark.xdist_group("installed_wheel")

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from infra.local.profiles import instance_profiles_dir
 
 from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, REVIEWER, CliResult, run_cli, served, wait_for_status
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("side_by_side_serves")]
 REVIEW_TIMEOUT_S = 600  # ends a broken run; two serves' builds share two cores

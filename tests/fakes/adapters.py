@@ -7,7 +7,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.artifacts import ContentAddressedArtifacts, run_prefix
 from agentledger.errors import (
@@ -15,11 +15,15 @@ from agentledger.errors import (
     RunAlreadyExistsError,
     RunNotFoundError,
 )
-from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus, Stage
-from agentledger.ports import BuildWait
 from agentledger.records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from agentledger.source import SourceSnapshot, directory_revision, snapshot_directory
 from agentledger.transitions import next_version
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agentledger.models import Decision, Ledger, Record, Run, RunState, RunStatus, Stage
+    from agentledger.ports import BuildWait
 
 
 class InMemoryLedger:
@@ -68,7 +72,7 @@ class InMemoryLedger:
 
     def write(self, run: Run, *, reason: str, execution: str | None = None, to_state: RunState | None = None,
               status: RunStatus | None = None, changes: dict[str, Any] | None = None,
-              records: list[Record] = ()) -> Run:  # type: ignore[assignment]
+              records: Sequence[Record] = ()) -> Run:
         updated, records = next_version(run, reason=reason, execution=execution, to_state=to_state, status=status,
                                         changes=changes, records=list(records))
         with self._lock:

@@ -1,11 +1,13 @@
 """The reference agent, counting the work each stage really did."""
 from __future__ import annotations
 
-import os
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.agent import ReferenceAgent
+
+if TYPE_CHECKING:
+    import os
 
 
 class InstantAgent(ReferenceAgent):

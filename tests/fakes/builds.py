@@ -10,12 +10,14 @@ import json
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentledger.buildkit import layout
-from agentledger.models import BuildRequest
 from agentledger.states import BuildStatus
-from tests.fakes.adapters import InMemoryArtifacts
+
+if TYPE_CHECKING:
+    from agentledger.models import BuildRequest
+    from tests.fakes.adapters import InMemoryArtifacts
 
 Outcome = Literal["pass", "fail", "no_tests", "nothing_collected", "timeout", "install_timeout", "no_upload"]
 Generation = Literal["keep_all", "keep_none"]

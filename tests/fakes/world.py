@@ -3,14 +3,12 @@ Workflow, RunService and EffectRunner wired to the same ledger, artifacts and ex
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentledger.agent import Agent
 from agentledger.config import ApiSettings, ReviewRequestSettings
 from agentledger.cursors import CursorSeal
 from agentledger.effects import EffectRunner
 from agentledger.models import Stage
-from agentledger.ports import Receiver
 from agentledger.service import CreateRunRequest, ReviewRequest, RunService
 from agentledger.workflow import Workflow
 from tests.fakes.adapters import (
@@ -24,6 +22,12 @@ from tests.fakes.agent import InstantAgent
 from tests.fakes.builds import InstantBuilds
 from tests.fakes.effects import InMemoryIdempotency, InMemoryTracker
 from tests.samples import write_sample_repository
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agentledger.agent import Agent
+    from agentledger.ports import Receiver
 
 TOKEN = "task-token-1"
 CURSOR_KEY = b"memory-cursor-signing-key"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.app import build_app
-from infra.stack import AgentLedgerStack
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aws_cdk import App
+
+    from infra.stack import AgentLedgerStack
 
 Statement = dict[str, Any]
 

@@ -3,13 +3,15 @@ duty's routes of this API's stage and nothing else, and the stack outputs their 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from aws_cdk.assertions import Template
 
 from infra.constructs.access import DUTIES, execute_api_path
 from infra.constructs.api import STAGE_NAME, resolver_routes
+
+if TYPE_CHECKING:
+    from aws_cdk.assertions import Template
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentledger.config import FunctionSettings
 from handlers.wiring import HANDLER_SETTINGS
 from infra.constructs.functions import FUNCTION_SPECS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agentledger.config import FunctionSettings
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

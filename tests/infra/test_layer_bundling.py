@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from aws_cdk import DockerImage
 from aws_cdk import aws_lambda as lambda_
 
 from infra import PROJECT_ROOT
@@ -14,6 +15,7 @@ from infra.constructs import bundling
 from infra.constructs.bundling import PipLayerBundling, layer_requirements
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+UNUSED_IMAGE = DockerImage.from_registry("unused")  # what the CDK passes a local bundling, never pulled
 
 
 def test_requirements_are_the_project_pins_without_the_aws_sdk() -> None:
@@ -54,8 +56,8 @@ def test_pip_runs_once_for_the_lambda_platform_then_the_cache_serves(
     bundler = PipLayerBundling(["pydantic==2.14.4"], lambda_.Runtime.PYTHON_3_14)
 
     first, second = tmp_path / "first", tmp_path / "second"
-    assert bundler.try_bundle(str(first), None) is True
-    assert bundler.try_bundle(str(second), None) is True
+    assert bundler.try_bundle(str(first), image=UNUSED_IMAGE) is True
+    assert bundler.try_bundle(str(second), image=UNUSED_IMAGE) is True
 
     (command,) = calls
     assert command[command.index("--platform") + 1] == "manylinux2014_aarch64"
@@ -75,5 +77,6 @@ def test_a_failed_pip_leaves_no_cache_entry(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(bundling, "LAYER_CACHE_DIR", tmp_path / "cache")
     monkeypatch.setattr(subprocess, "run", failing_pip)
     with pytest.raises(subprocess.CalledProcessError):
-        PipLayerBundling(["pydantic==2.14.4"], lambda_.Runtime.PYTHON_3_14).try_bundle(str(tmp_path / "out"), None)
+        PipLayerBundling(["pydantic==2.14.4"], lambda_.Runtime.PYTHON_3_14).try_bundle(str(tmp_path / "out"),
+                                                                                         image=UNUSED_IMAGE)
     assert list((tmp_path / "cache").iterdir()) == []

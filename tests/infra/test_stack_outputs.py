@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
-from aws_cdk import App
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
@@ -13,7 +13,11 @@ from agentledger.source import ArchiveLimits
 from infra import app as infra_app
 from infra.app import build_app
 from infra.constructs.functions import Concurrency
-from infra.stack import AgentLedgerStack
+
+if TYPE_CHECKING:
+    from aws_cdk import App
+
+    from infra.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

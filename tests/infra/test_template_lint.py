@@ -6,13 +6,16 @@ role), which is deliberate."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
-from aws_cdk import App
-from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint
 
-from infra.stack import AgentLedgerStack
+if TYPE_CHECKING:
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from infra.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

@@ -5,7 +5,6 @@ while the unit tests are collected."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,8 @@ import pytest
 from tests.samples import write_sample_repository
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from infra.local.runtime import LocalRuntime
     from tests.stack_driver import Driver
 

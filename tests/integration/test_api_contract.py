@@ -6,8 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -24,6 +23,9 @@ from infra.local.server import MAX_BODY_BYTES, LocalApiServer
 from tests.samples import write_sample_repository
 from tests.signing import SignedBy
 from tests.stack_driver import Driver
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("api_contract")]
 

@@ -5,6 +5,7 @@ import tempfile
 
 import pytest
 
+from agentledger.adapters.dynamodb_ledger import encode_cursor
 from tests.stack_driver import REQUESTER
 
 pytestmark = pytest.mark.integration
@@ -64,8 +65,6 @@ def test_a_body_sent_as_another_content_type_is_a_415(runtime):
 
 
 def test_a_forged_cursor_is_refused_and_an_issued_one_pages_on(runtime, tmp_path):
-    from agentledger.adapters.dynamodb_ledger import encode_cursor
-
     forged = encode_cursor({"pk": "run#run-00000000000000000000", "sk": "run", "entity": "run",
                             "created_key": "9999"})
     refused = runtime.call_api("GET", "/runs", query={"cursor": forged}, caller=REQUESTER)

@@ -11,11 +11,10 @@ import threading
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import boto3
@@ -40,9 +39,13 @@ from agentledger.testrun.layout import BUILDSPEC, CACHE_PATH_ON_CODEBUILD
 from agentledger.workflow.builds import cache_key, control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
+from infra.local import moto_seams
 from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
 from infra.local.s3_endpoint import LocalS3Endpoint
 from tests.samples import MAVEN_CANDIDATES, write_maven_sample
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.integration
 
@@ -115,7 +118,7 @@ class Sandbox:
         status = self.builds.status(build_id)
         assert status is not None
         uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
-        [build] = [b for b in self.local.builds_for(f"run-{self.count}")]
+        [build] = self.local.builds_for(f"run-{self.count}")
         return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail, uploaded,
                         build_id)
 
@@ -133,7 +136,7 @@ def sandbox_on(builds: Path, cache: Path) -> Iterator[Sandbox]:
         local = LocalCodeBuild(builds, cache, SandboxLimits(cpu_seconds=120))
         local.forward_port(urlsplit(endpoint.url).port or 0)
         project = f"agentledger-test-builds-{uuid.uuid4().hex[:12]}"
-        undo = local.install(lambda name: name == project)
+        undo = moto_seams.run_builds(local, lambda name: name == project)
         box = Sandbox(endpoint, local, project)
         try:
             yield box
@@ -204,7 +207,7 @@ def test_no_process_the_tests_started_outlives_the_build(sandbox: Sandbox, tmp_p
     repo = _repository(tmp_path / "repo", f"(sleep 300{marker[-2:]} &) ; sleep {marker} & echo started")
     finished = sandbox.run(repo)
     assert finished.status == BuildStatus.SUCCEEDED, finished.log
-    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout
+    survivors = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True, check=False).stdout
     assert survivors == ""
     assert list(sandbox.work_root.iterdir()) == []  # the build's directory is gone too
 
@@ -228,7 +231,7 @@ def test_a_build_stopped_mid_suite_leaves_nothing_running(sandbox: Sandbox, tmp_
 
 
 def _running(pattern: str) -> bool:
-    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout != ""
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False).stdout != ""
 
 
 def test_a_suite_past_its_timeout_is_killed_and_recorded_as_timed_out(sandbox: Sandbox, tmp_path: Path) -> None:

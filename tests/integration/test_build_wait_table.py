@@ -3,8 +3,7 @@ a parking is taken once and only on its own token, and an expired parking is not
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -13,6 +12,9 @@ from agentledger.adapters.dynamodb_build_waits import BuildWaitTable
 from agentledger.models import Stage
 from agentledger.ports import BuildWait
 from infra.local.runtime import REGION
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.integration
 TABLE = f"build-waits-{uuid.uuid4().hex[:8]}"

@@ -7,8 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,6 +18,10 @@ from infra.local.console import CSRF_HEADER, SESSION_COOKIE
 from infra.local.principals import principal_arn
 from infra.local.server import LocalApiServer
 from tests.stack_driver import Driver
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 

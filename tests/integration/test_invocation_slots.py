@@ -9,14 +9,16 @@ import threading
 import time
 import uuid
 import zipfile
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.stack_driver import OPERATOR
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 pytestmark = pytest.mark.integration
 PROBE_MODULE = Path(__file__).with_name("slot_probe.py")

@@ -3,10 +3,12 @@ fingerprints are manifest artifacts in S3, and DynamoDB keeps their digests (iss
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 

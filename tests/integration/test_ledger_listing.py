@@ -4,8 +4,7 @@ once, newest first, page after page, by status and by time, with the runs an ear
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -16,6 +15,9 @@ from agentledger.records import new_decision
 from agentledger.states import DecisionKind
 from infra.constructs.storage import LEDGER_INDEXES
 from infra.local.runtime import REGION
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.integration
 TABLE = f"ledger-{uuid.uuid4().hex[:8]}"

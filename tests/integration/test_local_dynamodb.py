@@ -6,10 +6,12 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 pytestmark = pytest.mark.integration
 

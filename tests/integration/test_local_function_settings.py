@@ -3,10 +3,14 @@ function's environment (workspaces, allowed repository roots, the loopback S3 en
 GitHub) is read by that function's model, and the deployed function still has all it requires."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from infra.local.runtime import LocalRuntime
 from tests.infra.test_function_settings import POWERTOOLS_VARIABLES, settings_of
+
+if TYPE_CHECKING:
+    from infra.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from infra.cli.main import main
 from infra.local.profiles import instance_profiles_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 

@@ -8,6 +8,10 @@ import types
 import uuid
 
 import pytest
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+from infra.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/scratch-state-machine"
@@ -65,8 +69,6 @@ def _finished(sfn, execution: str) -> tuple[str, object]:
 def test_a_heartbeat_sent_as_soon_as_the_token_arrives_is_taken(runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     """moto sends the token before it sets up the task's heartbeat clock; a slow set-up (loaded
     cores) is made slower here, so the heartbeat lands in between, as the review keeper's can."""
-    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
-
     set_up = CallbackEndpoint.setup_heartbeat_endpoint
 
     def slow_set_up(self, heartbeat_seconds):
@@ -90,10 +92,6 @@ def test_stopping_the_runtime_while_an_execution_is_still_starting_stops_the_oth
     """moto cannot stop an execution whose thread has not built its environment yet (an
     AttributeError, which made `serve` exit without stopping its builds, then hang on them);
     the runtime's stop asks every running execution to stop all the same."""
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
-
-    from infra.local.runtime import LocalRuntime
-
     sfn, sqs = runtime.client("stepfunctions"), runtime.client("sqs")
     name = uuid.uuid4().hex[:8]
     queue = sqs.create_queue(QueueName=f"tokens-{name}")["QueueUrl"]

@@ -3,9 +3,7 @@ as DynamoDB held them, index attributes and all: the DynamoDB adapter reads them
 lists them by status and by time, and refuses a record a later release wrote."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -18,6 +16,10 @@ from agentledger.records import RUN_SCHEMA_VERSION, RUN_SK, SCHEMA_VERSION, run_
 from infra.local.runtime import REGION
 from tests.fakes.world import build_world
 from tests.fixtures.ledgers import HERE, LedgerFixture, read_fixture
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 

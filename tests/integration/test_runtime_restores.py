@@ -1,5 +1,6 @@
 """Stopping the local runtime leaves the process as starting it found it: the environment, the
-output streams, moto's classes, the crash injector, the log level and the import path."""
+output streams, every member of moto's that moto_seams replaces, the crash injector, the log level
+and the import path."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+
+from agentledger import faults
+from infra.local.moto_seams import SEAMS
+from infra.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -19,24 +25,6 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 def process_state() -> dict[str, Any]:
     """What LocalRuntime.start() changes, as objects compared by identity or by value."""
-    import boto3
-    import moto.dynamodb.models as dynamodb_models
-    from moto.awslambda.models import LambdaFunction
-    from moto.core.botocore_stubber import BotocoreStubber
-    from moto.core.common_models import BaseModel
-    from moto.core.serialize import BaseJSONSerializer
-    from moto.dynamodb.models import DynamoDBBackend
-    from moto.dynamodb.models.table import Table
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
-        StateTaskServiceCallback,
-    )
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
-
-    from agentledger import faults
-    from infra.local.dynamodb_lock import _GUARDED
-
     return {
         "boto3.DEFAULT_SESSION": boto3.DEFAULT_SESSION,
         "os.environ type": type(os.environ),
@@ -46,26 +34,13 @@ def process_state() -> dict[str, Any]:
         "sys.path": list(sys.path),
         "moto.stepfunctions log level": logging.getLogger("moto.stepfunctions").level,
         "agentledger.faults._installed": faults._installed,
-        "LambdaFunction._invoke_lambda": vars(LambdaFunction)["_invoke_lambda"],
-        "StateTaskServiceCallback._wait_for_task_token_heartbeat":
-            vars(StateTaskServiceCallback)["_wait_for_task_token_heartbeat"],
-        "StepFunctionsParserBackend._get_executions": vars(StepFunctionsParserBackend)["_get_executions"],
-        "BaseModel.__new__": vars(BaseModel)["__new__"],
-        "BotocoreStubber.__call__": vars(BotocoreStubber)["__call__"],  # the throttle switchboard
-        "StateTaskLambda._from_error": vars(StateTaskLambda)["_from_error"],
-        "moto.dynamodb.models.copy": dynamodb_models.copy,
-        "Table.query": vars(Table)["query"],
-        "BaseJSONSerializer._serialize_type_structure": vars(BaseJSONSerializer)["_serialize_type_structure"],
-        "lambda_eval_utils.boto_client_for": lambda_eval_utils.boto_client_for,
-        **{f"DynamoDBBackend.{name}": vars(DynamoDBBackend)[name] for name in _GUARDED},
+        **{str(seam): vars(seam.owner)[seam.name] for seam in SEAMS},
     }
 
 
 def changed_by_a_runtime() -> dict[str, list[str]]:
     """Start a runtime, serve one request through it, stop it: what differs from before, as
     [before, after]."""
-    from infra.local.runtime import LocalRuntime
-
     before = process_state()
     runtime = LocalRuntime(workspace_root=Path(tempfile.mkdtemp())).start()
     assert runtime.call_api("GET", "/runs").status == 200

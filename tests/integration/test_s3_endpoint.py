@@ -7,17 +7,14 @@ import base64
 import hashlib
 import http.client
 import json
-import os
 import secrets
 import stat
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import boto3
@@ -34,6 +31,10 @@ from infra.local.principals import write_profiles
 from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 from tests.resident_memory import memory_mib, reset_peak
 from tests.stack_driver import REQUESTER
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 
@@ -143,7 +144,7 @@ def test_a_presigned_get_the_functions_signed_returns_the_bytes(runtime: LocalRu
 
 def _with_query(url: str, **changes: str | None) -> str:
     parts = urlsplit(url)
-    query = {name: value for name, value in parse_qsl(parts.query)}
+    query = dict(parse_qsl(parts.query))
     for name, value in changes.items():
         query.pop(name.replace("_", "-"), None)
         if value is not None:
@@ -261,7 +262,7 @@ def test_the_profiles_are_readable_by_their_owner_only_even_over_older_files(run
     directory = tmp_path / "local"
     directory.mkdir(mode=0o755)
     (directory / "credentials").write_text("left by an older serve")
-    os.chmod(directory / "credentials", 0o644)
+    (directory / "credentials").chmod(0o644)
     credentials, config = write_profiles(directory, runtime.principals)
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert {stat.S_IMODE(path.stat().st_mode) for path in (credentials, config)} == {0o600}

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -15,6 +14,9 @@ import pytest
 from agentledger.adapters.dynamodb_write_budget import WriteBudgetTable
 from agentledger.limits import WriteBudget
 from infra.local.runtime import REGION
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.integration
 TABLE = f"write-budget-{uuid.uuid4().hex[:8]}"

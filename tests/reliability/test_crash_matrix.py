@@ -5,6 +5,7 @@ complete, what evidence holds and what is safe next, and finish without redoing 
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -87,8 +88,6 @@ def test_crash_then_resume_completes_without_redoing_valid_work(driver, runtime,
 def test_repeated_and_concurrent_resumes_start_one_execution(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo, crash="plan:after_artifacts")
     driver.finished(f"{run_id}-start")
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=4) as pool:
         responses = list(pool.map(lambda _: driver.resume(run_id), range(4)))
     assert all(r.status == 200 for r in responses), [r.body for r in responses]

@@ -3,11 +3,14 @@ one the plan read, never outside it and never over other content."""
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from infra.cli.apply import ApplyRefused, apply_change
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MODULE = "def add(a, b):\n    return a + b\n"
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

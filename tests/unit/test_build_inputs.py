@@ -4,11 +4,14 @@ from __future__ import annotations
 import io
 import tarfile
 import zipfile
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger.workflow.builds import package
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.unit
 

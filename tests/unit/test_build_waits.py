@@ -4,7 +4,7 @@ queue that moves is waited in however long, and one that stopped moving goes to 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +22,9 @@ from agentledger.workflow.builds import (
 )
 from tests.fakes.adapters import InMemoryBuildWaits
 from tests.fakes.world import World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture

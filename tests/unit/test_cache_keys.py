@@ -4,13 +4,16 @@ an `env` of its own) gets an entry no other repository ever gets; one that only 
 from the index by name is shared by every repository that asks for the same."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger.models import Run
 from agentledger.testrun.config import TestRunConfig, installs_nothing_of_the_repository, load_config
 from agentledger.workflow.builds import cache_key
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.unit
 
@@ -46,10 +49,10 @@ def test_an_install_that_runs_anything_of_the_repositorys_is_that_repositorys_al
         tmp_path: Path, files: dict[str, str]) -> None:
     config = _config(tmp_path, **files)
     assert not installs_nothing_of_the_repository(config)
-    key = cache_key(_run("/srv/one"), config, {name: "sha256:x" for name in files})
-    assert key != cache_key(_run("/srv/two"), config, {name: "sha256:x" for name in files})
+    key = cache_key(_run("/srv/one"), config, dict.fromkeys(files, "sha256:x"))
+    assert key != cache_key(_run("/srv/two"), config, dict.fromkeys(files, "sha256:x"))
     assert key != cache_key(_run("/srv/one", "arn:aws:iam::123456789012:user/bob"), config,
-                            {name: "sha256:x" for name in files})
+                            dict.fromkeys(files, "sha256:x"))
 
 
 def test_an_entry_follows_what_the_install_depends_on(tmp_path: Path) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +30,9 @@ from agentledger.ports import (
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
 from tests.fakes.world import OPERATOR, World, build_world
 from tests.samples import edit_sample_repository
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 REJECT = "reject"  # refuse the write (a bad token): nothing stored
 LOSE = "lose"  # the write never arrives and no answer comes back

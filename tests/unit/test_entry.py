@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentledger.freshness import Entrance
 from agentledger.models import Run, Stage
 from agentledger.restart import assess, evaluate_evidence
-from agentledger.source import SourceSnapshot
 from tests.unit import builders as b
+
+if TYPE_CHECKING:
+    from agentledger.source import SourceSnapshot
 
 LIBRARY = Path(__file__).resolve().parents[2] / "functions" / "agentledger"
 RITUAL = ("evaluate_evidence", "assess")

@@ -1,13 +1,16 @@
 """Named crash points: inert in production, a hard crash when the local runtime asks for one."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger import faults
 from agentledger.faults import SimulatedCrash
 from agentledger.states import EFFECTS, Stage
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 class At:

@@ -3,7 +3,7 @@ or line that passes for agentledger's own), the key marker believed only as the 
 and GitHub settings that would send the token in the clear refused."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +14,9 @@ from agentledger.models import Stage
 from agentledger.service import CreateRunRequest
 from tests.fakes.effects import InMemoryTracker
 from tests.fakes.world import REQUESTER, UP_TO_REVIEW, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.unit
 

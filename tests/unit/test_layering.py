@@ -4,10 +4,13 @@ runtime never reaches into the CLI that drives it."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "functions" / "agentledger"

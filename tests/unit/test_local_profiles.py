@@ -24,7 +24,7 @@ def serve_wrote(port: int) -> None:
             credentials["default"] = key
     directory = instance_profiles_dir(f"http://127.0.0.1:{port}")
     directory.mkdir(parents=True)
-    with open(directory / "credentials", "w") as file:
+    with (directory / "credentials").open("w") as file:
         credentials.write(file)
 
 

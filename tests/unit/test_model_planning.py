@@ -3,7 +3,7 @@ every model call is an artifact named in the plan's evidence and counted in the 
 that never answers with a valid plan hands the run to a person with those calls kept."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import boto3
 import pytest
@@ -14,6 +14,9 @@ from agentledger.agent import BedrockPlanner, BedrockSettings, PlannerOutputErro
 from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.models import RunStatus, Stage, StageStatus
 from tests.fakes.world import World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MODEL = "amazon.nova-micro-v1:0"
 CODE = ("from textkit.slug import slugify\n\n\ndef test_slugify_joins_words():\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +19,9 @@ from agentledger.service import CreateRunRequest, ReviewRequest, RunConflictErro
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE
 from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import EDITED_FILE, edit_sample_repository
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture

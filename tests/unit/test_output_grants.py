@@ -5,8 +5,7 @@ own shapes (botocore's Stubber), with no network."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -21,6 +20,9 @@ from agentledger.buildkit.layout import (
 )
 from agentledger.models import BuildRequest
 from agentledger.states import BuildStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.unit
 

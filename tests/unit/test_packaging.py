@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import zipfile
-from collections.abc import Iterator
 from email.parser import Parser
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,6 +14,10 @@ import infra
 from infra import PROJECT_ROOT
 from infra.cli.main import main
 from tests.wheel import build_wheel
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 

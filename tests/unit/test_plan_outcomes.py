@@ -3,7 +3,7 @@
 reaches the planner, which says so when it makes the same plan again."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +13,9 @@ from agentledger.service import ReviewRequest
 from agentledger.states import DecisionKind, NextAction
 from tests.fakes.agent import InstantAgent
 from tests.fakes.world import REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NOTHING_TO_TEST = '''"""Helpers its own tests already cover."""
 

@@ -5,8 +5,7 @@ record a later release wrote is refused, not misread."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +23,9 @@ from agentledger.records import (
 from agentledger.service import ReviewRequest, RunConflictError
 from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.fixtures.ledgers import HERE, LedgerFixture, read_fixture, recorded
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CURRENT = {RUN_SK: RUN_SCHEMA_VERSION} | {kind.prefix: kind.schema_version for kind in RECORD_KINDS}
 DELIVERIES = ("pull_request", "ticket", "completion_notification")

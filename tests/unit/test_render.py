@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agentledger.faults import CRASH_POINTS
+from infra.cli import main as cli
 from infra.cli import render
 
 pytestmark = pytest.mark.unit
@@ -346,8 +347,6 @@ class _HostileApi:
 
 @pytest.mark.parametrize("command", ["show", "review", "diff"])
 def test_no_control_or_format_character_from_the_api_reaches_the_terminal(monkeypatch, capsys, command) -> None:
-    from infra.cli import main as cli
-
     monkeypatch.setattr(cli, "_client", lambda args: _HostileApi())
     monkeypatch.setattr(cli, "fetch", lambda url: f"+def test_x():{HOSTILE}\n".encode())  # the generated source
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # diff escapes only what a terminal receives
@@ -365,8 +364,6 @@ def test_no_control_or_format_character_from_the_api_reaches_the_terminal(monkey
 
 
 def test_a_diff_sent_to_a_pipe_keeps_its_bytes_so_it_still_applies(monkeypatch, capsysbinary) -> None:
-    from infra.cli import main as cli
-
     source = f"+def test_x():{HOSTILE}\n".encode()
     monkeypatch.setattr(cli, "_client", lambda args: _HostileApi())
     monkeypatch.setattr(cli, "fetch", lambda url: source)
@@ -375,8 +372,6 @@ def test_a_diff_sent_to_a_pipe_keeps_its_bytes_so_it_still_applies(monkeypatch, 
 
 
 def test_the_paths_apply_wrote_are_printed_escaped(monkeypatch, capsys, tmp_path: Path) -> None:
-    from infra.cli import main as cli
-
     api = _HostileApi()
     api.document["run"]["status"] = "complete"
     api.document["review"]["decision"] = "approve"

@@ -3,6 +3,7 @@ failure is classified."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,9 +19,11 @@ from agentledger.restart import (
     is_stage_valid,
     parse_cause,
 )
-from agentledger.source import SourceSnapshot
 from agentledger.states import NextAction
 from tests.unit import builders as b
+
+if TYPE_CHECKING:
+    from agentledger.source import SourceSnapshot
 
 pytestmark = pytest.mark.unit
 

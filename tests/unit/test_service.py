@@ -4,7 +4,7 @@ a requester approving its own run), who made each write, and what a person sees 
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +18,9 @@ from agentledger.service import (
     UploadRequest,
 )
 from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, UP_TO_REVIEW, World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture

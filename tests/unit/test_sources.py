@@ -7,14 +7,17 @@ import io
 import re
 import shutil
 import tarfile
-from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from agentledger.source import ArchiveLimits, upload_key
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BUCKET = "stack-artifacts"
 DIGEST = "ab" * 32

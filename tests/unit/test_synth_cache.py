@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
-
-import pytest
+from typing import TYPE_CHECKING
 
 from infra.local import synth
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
 
 
 def test_only_assemblies_unused_for_a_day_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import deque
-from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,6 +10,9 @@ from agentledger.errors import IllegalTransitionError, LedgerError
 from agentledger.models import RunState, Stage
 from agentledger.states import NextAction
 from agentledger.transitions import ALLOWED_TRANSITIONS, check_transition
+
+if TYPE_CHECKING:
+    from enum import StrEnum
 
 S = RunState
 FORWARD = [S.CREATED, S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE]

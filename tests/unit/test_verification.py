@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +21,9 @@ from agentledger.testrun.layout import build_timeout_minutes
 from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive
 from tests.fakes.world import World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,6 +19,9 @@ from agentledger.testrun.junit import MAX_FAILING_NAMES, MAX_NAME_CHARS, MAX_PAC
 from agentledger.workflow.verification import JUNIT_FILE_COUNT_LIMIT, JUNIT_TOTAL_LIMIT_BYTES
 from tests.fakes.builds import archive_of, results_archive
 from tests.fakes.world import World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DYNAMODB_ITEM_LIMIT_BYTES = 400 * 1024
 

@@ -3,7 +3,7 @@ failing test run, resuming after a handoff, a review answered while its task was
 change request, and the replan limit."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +12,9 @@ from agentledger.models import ArtifactRef, Handoff, RunStatus, Stage, StageStat
 from agentledger.service import ReviewRequest
 from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import edit_sample_repository
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ import io
 import json
 import tarfile
 import unicodedata
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,6 +24,9 @@ from tests.fakes.agent import InstantAgent
 from tests.fakes.builds import archive_of, generation_archive
 from tests.fakes.effects import InMemoryTracker
 from tests.fakes.world import World, build_world
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture

@@ -15,14 +15,18 @@ import base64
 import hashlib
 import json
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..errors import ConcurrentModificationError, RunAlreadyExistsError, RunNotFoundError
-from ..models import Decision, Ledger, Record, Run, RunState, RunStatus
 from ..records import RUN_SK, created_transition, read_ledger, read_run, run_pk, stored_item
 from ..transitions import next_version
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..models import Decision, Ledger, Record, Run, RunState, RunStatus
 
 INDEX_BY_STATUS = "by_status"
 INDEX_BY_TIME = "by_time"
@@ -155,7 +159,7 @@ class LedgerStore:
         to_state: RunState | None = None,
         status: RunStatus | None = None,
         changes: dict[str, Any] | None = None,
-        records: list[Record] = (),  # type: ignore[assignment]
+        records: Sequence[Record] = (),
     ) -> Run:
         """Commit a change to a run and the records that go with it, all or nothing, only if
         nobody else changed the run since `run` was read."""

@@ -5,11 +5,12 @@ Powertools record can have ("budget#..."), and expire with its TTL."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..limits import WriteBudget
+if TYPE_CHECKING:
+    from ..limits import WriteBudget
 
 TTL_ATTRIBUTE = "expiration"  # Powertools' expiry attribute: the table's TTL
 KEPT_AFTER_WINDOW_S = 3600

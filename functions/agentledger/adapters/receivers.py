@@ -11,10 +11,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import (
     ClientError,
@@ -32,6 +31,9 @@ from ..ports import (
     ReceiverRejectedError,
     ReceiverUnavailableError,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MARKER_PREFIX = "agentledger-key:"
 TICKET_LABEL = "agentledger"

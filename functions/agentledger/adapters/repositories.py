@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..caches import ContentCache
 from ..errors import RepositoryNotAllowedError, RepositoryUnavailableError
@@ -25,7 +26,9 @@ from ..source import (
     snapshot_directory,
 )
 from ..workspaces import extracted_source, mark_used
-from .s3_artifacts import ArtifactStore
+
+if TYPE_CHECKING:
+    from .s3_artifacts import ArtifactStore
 
 
 class SourceResolver:

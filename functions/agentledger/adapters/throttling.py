@@ -8,12 +8,14 @@ retried or not, so a quota that starts to bind shows before it costs a run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
 from ..errors import TransientError
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
 
 # Four attempts: waits of at most 1, 2 and 4 s between them (botocore's standard backoff), so a
 # call gives up within about 7 s, inside the shortest function timeout with time left to record it.

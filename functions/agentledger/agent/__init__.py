@@ -8,8 +8,7 @@ fingerprint and store; nothing here touches AWS. `load_agent` lets users plug in
 from __future__ import annotations
 
 import importlib
-import os
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from agentledger.agent.bedrock import BedrockPlanner, BedrockSettings, PlannerOutputError
 from agentledger.agent.executor import Execution, apply_files, write_tests
@@ -33,6 +32,9 @@ from agentledger.agent.planner import (
 )
 from agentledger.generation import GenerationLimits, GenerationSettings
 from agentledger.source import ArchiveError, SourceSnapshot, changed_files, extract_tarball, snapshot_directory
+
+if TYPE_CHECKING:
+    import os
 
 __all__ = [
     "Agent",

@@ -64,8 +64,7 @@ def test_directory(snapshot: SourceSnapshot) -> tuple[str, dict[str, str]]:
     testpaths, read = pytest_setting(snapshot, "testpaths")
     paths = testpaths.split() if isinstance(testpaths, str) else [str(p) for p in testpaths or []]
     directories = {PurePosixPath(path).parent.as_posix() for path in snapshot.files}
-    for path in paths:
-        path = path.strip("/")
+    for path in (configured.strip("/") for configured in paths):
         if is_safe_relative_path(path) and not path.endswith(".py") and "*" not in path:
             return path, read
     for name in TEST_DIRECTORIES:

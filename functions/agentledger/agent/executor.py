@@ -6,16 +6,20 @@ Each module stands alone, in the project's tests folder: no package, no conftest
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent.inventory import module_import_path
-from agentledger.agent.planner import Plan, PlanItem
 from agentledger.source import SourceSnapshot, is_safe_relative_path
+
+if TYPE_CHECKING:
+    import os
+
+    from agentledger.agent.planner import Plan, PlanItem
 
 # The one place that knows how a test's examples are run: the standard library's doctest parses
 # them, honours their directives and the project's option flags, and runs them in a fresh copy of
@@ -89,13 +93,13 @@ def apply_files(files: dict[str, str], snapshot: SourceSnapshot, workspace: str 
     workspace = Path(workspace)
     if workspace.exists():
         shutil.rmtree(workspace)
-    created: set[str] = set()
+    created: set[Path] = set()
     for relative in snapshot.files:
-        directory = os.path.join(workspace, os.path.dirname(relative))
-        if directory not in created:
-            os.makedirs(directory, exist_ok=True)
-            created.add(directory)
-        shutil.copy(os.path.join(snapshot.root, relative), os.path.join(workspace, relative))
+        target = workspace / relative
+        if target.parent not in created:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            created.add(target.parent)
+        shutil.copy(snapshot.root / relative, target)
     for path, content in files.items():
         target = workspace / path
         target.parent.mkdir(parents=True, exist_ok=True)

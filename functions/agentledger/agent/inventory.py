@@ -6,16 +6,20 @@ from __future__ import annotations
 import ast
 import doctest
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from agentledger.agent import java
 from agentledger.caches import ContentCache
 from agentledger.fingerprints import sha256_bytes
-from agentledger.source import SourceSnapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from agentledger.source import SourceSnapshot
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 DocumentedNode = ast.Module | ast.ClassDef | FunctionNode

@@ -17,9 +17,9 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import generation
 from .install import InstallResult, install
@@ -46,6 +46,9 @@ from .workspace import (
     inside_venv,
     open_workspace,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 OUTPUT_ARCHIVE = "output.tar.gz"  # in the state directory
 
@@ -158,9 +161,9 @@ def record_failure(root: Path, message: str) -> None:
     state = root / STATE_DIR
     if not state.is_dir() or state.is_symlink():
         return
-    with open(state / FAILURE_RECORD, "a", encoding="utf-8") as record:
+    with (state / FAILURE_RECORD).open("a", encoding="utf-8") as record:
         record.write(f"{message}\n")
-    with open(state / RAW_OUTPUT_FILE, "a", encoding="utf-8") as log:
+    with (state / RAW_OUTPUT_FILE).open("a", encoding="utf-8") as log:
         log.write(f"agentledger: {message}\n")
 
 

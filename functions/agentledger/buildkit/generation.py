@@ -31,15 +31,17 @@ import re
 import shutil
 import sys
 import time
-import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable
+import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, GENERATION_RESULT_FILE, TOOLS_DIR, TOOLS_MARKER
 from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say, seconds_since
 from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
 COVERAGE_REQUIREMENT = "coverage==7.18.0"
@@ -323,8 +325,8 @@ def junit_outcomes(report: Path) -> Outcomes:
     if not report.is_file() or report.stat().st_size > MAX_REPORT_BYTES:
         return {}
     try:
-        root = ElementTree.parse(report).getroot()
-    except ElementTree.ParseError:
+        root = ET.parse(report).getroot()
+    except ET.ParseError:
         return {}
     outcomes: Outcomes = {}
     for case in root.iter("testcase"):
@@ -341,8 +343,8 @@ def junit_messages(report: Path) -> dict[str, tuple[str, str]]:
     if not report.is_file() or report.stat().st_size > MAX_REPORT_BYTES:
         return messages
     try:
-        root = ElementTree.parse(report).getroot()
-    except ElementTree.ParseError:
+        root = ET.parse(report).getroot()
+    except ET.ParseError:
         return messages
     for case in root.iter("testcase"):
         for child in case:

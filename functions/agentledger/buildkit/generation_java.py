@@ -23,13 +23,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import xml.etree.ElementTree as ElementTree
+import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import generation
 from .processes import say
-from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 # Where JaCoCo's agent writes by default (the jacoco-maven-plugin's destFile), appending.
 JACOCO_DATA = ("target/jacoco.exec", "*/target/jacoco.exec")
@@ -87,8 +89,8 @@ class MavenRuns:
             if report.stat().st_size > generation.MAX_REPORT_BYTES:
                 continue
             try:
-                root = ElementTree.parse(report).getroot()
-            except ElementTree.ParseError:
+                root = ET.parse(report).getroot()
+            except ET.ParseError:
                 continue
             for package in root.iter("package"):
                 for sourcefile in package.iter("sourcefile"):
@@ -110,7 +112,7 @@ def main_sources(repository: Path) -> dict[str, str]:
     return found
 
 
-def merge_lines(entry: dict[str, list[Any]], sourcefile: ElementTree.Element) -> None:
+def merge_lines(entry: dict[str, list[Any]], sourcefile: ET.Element) -> None:
     for line in sourcefile.iter("line"):
         number = count(line.get("nr"))
         entry["statements"].append(number)

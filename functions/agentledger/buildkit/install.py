@@ -72,7 +72,7 @@ def install_into_cached_venv(workspace: Workspace, venv: Path) -> InstallResult:
     started = time.monotonic()
     locks = cache_root() / LOCKS_DIR
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{venv.name}.lock", "a") as lock:
+    with (locks / f"{venv.name}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (venv / INSTALLED_MARKER).exists():
             say(f"dependencies cached (venv {venv.name}), not installing")

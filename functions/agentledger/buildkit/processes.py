@@ -14,11 +14,14 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .layout import CODE_UID_VARIABLE
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 DEFAULT_CODE_UID = 65534  # nobody: owns nothing in CodeBuild's image
 PR_SET_DUMPABLE = 4  # <linux/prctl.h>
@@ -180,8 +183,7 @@ def descendants(root: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat_file:
-                fields = stat_file.read().rsplit(b")", 1)[1].split()
+            fields = Path(entry.path, "stat").read_bytes().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue  # gone meanwhile
         children.setdefault(int(fields[1]), []).append(int(entry.name))

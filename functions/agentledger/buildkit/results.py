@@ -3,15 +3,17 @@ tests wrote (checked, copied), the output's tail, the kit's own record of what r
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .install import InstallResult
 from .layout import OUTPUT_LIMIT_BYTES, RESULT_FILE
 from .processes import Outcome, say
 from .workspace import Workspace, contained_regular_file, glob_inside
+
+if TYPE_CHECKING:
+    from .install import InstallResult
 
 MAX_REPORT_FILES = 200
 MAX_REPORT_FILE_BYTES = 16 << 20
@@ -77,4 +79,4 @@ def write_result(results: Path, install: InstallResult, test: Outcome | None, co
 def make_private(directory: Path) -> None:
     """Root's alone: the output log and the kit's records are no one else's to read or write."""
     directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
+    directory.chmod(0o700)

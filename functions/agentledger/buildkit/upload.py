@@ -8,11 +8,13 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, RESULTS_DIR
 from .processes import DriverError, say
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 UPLOAD_TIMEOUT_S = 60
 UPLOAD_ATTEMPTS = 3

@@ -197,7 +197,7 @@ def working_copy_roots(workspace: Workspace) -> list[Path]:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_VARIABLE) or os.path.expanduser(DEFAULT_CACHE_ROOT))
+    return Path(os.environ.get(CACHE_VARIABLE) or Path(DEFAULT_CACHE_ROOT).expanduser())
 
 
 def interpreter() -> str:

@@ -11,14 +11,16 @@ import json
 import re
 import shlex
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentledger.buildkit.layout import JUNIT_DIR, RESULTS_VARIABLE
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class ConfigError(ValueError):

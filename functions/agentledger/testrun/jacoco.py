@@ -8,11 +8,14 @@ is named, not guessed at. What is kept is a few counts and the names read, each 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from .junit import bounded_name, parse_bounded
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 JACOCO_ROOT = "report"
 MAX_REPORT_NAMES = 20  # reports named as read, and as unreadable: kept in a ledger item

@@ -9,12 +9,15 @@ What is kept of them is bounded whatever they hold, since it is stored in a ledg
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from xml.etree.ElementTree import Element
+from typing import TYPE_CHECKING
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from xml.etree.ElementTree import Element
 
 MAX_DOCUMENT_BYTES = 16 << 20
 MAX_FAILING_NAMES = 100

@@ -11,12 +11,14 @@ Polling cost three state transitions a look, every few seconds to every 30 s of 
 thirds of a run's transitions were spent there (`make bench`, table h)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BuildQueueTimeoutError, BuildWaitNotNeededError
 from ..models import seconds_between, utc_now
-from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort
 from ..states import BuildStatus
+
+if TYPE_CHECKING:
+    from ..ports import BuildStatusPort, BuildWait, BuildWaitPort, ExecutionPort
 
 # A parking whose task is already over (its fallback looked first) is passed over for the next.
 ROOM_OFFERS = 5

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.artifacts import stage_prefix
 
@@ -23,10 +22,14 @@ from ..buildkit import layout
 from ..errors import TestConfigurationError
 from ..fingerprints import digest, sha256_bytes
 from ..models import BuildRequest, Run, Stage, TestRun, seconds_between, utc_now
-from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
 from ..testrun.config import ConfigError, TestRunConfig, installs_nothing_of_the_repository, load_config
 from ..testrun.layout import output_grant_seconds
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..ports import ArtifactPort, BuildPort, LedgerPort
 
 KIT_SOURCE = Path(buildkit.__file__).resolve().parent
 # What of agentledger every build carries, by its path in the input: the kit, whole.

@@ -3,7 +3,7 @@ record that tells a person what was attempted, what came back and what partly ha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.records import new_decision
 
@@ -27,9 +27,11 @@ from ..models import (
     seconds_between,
     utc_now,
 )
-from ..ports import ArtifactPort, LedgerPort, MetricSink
 from ..restart import classify, parse_cause
 from ..states import DecisionKind, RecoveryAction
+
+if TYPE_CHECKING:
+    from ..ports import ArtifactPort, LedgerPort, MetricSink
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,11 @@ evidence, records its start, does its work, stores artifacts, and commits stage 
 artifact records in one versioned transaction. Evidence is evaluated once per entry."""
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agentledger.records import new_decision
 
 from .. import faults, metric_names
-from ..agent import Agent
-from ..config import WorkflowSettings
 from ..errors import StaleContextError, SupersededExecutionError
 from ..evidence import EVIDENCE_OF
 from ..freshness import Entrance, invalidate, require_fresh_upstream
@@ -27,11 +25,15 @@ from ..models import (
     seconds_between,
     utc_now,
 )
-from ..ports import ArtifactPort, BuildPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 from ..states import DecisionKind, NextAction
 from .handoff import Failure, Handoffs
 from .reviews import ReviewKeeper
 from .stages import StageContext, StageWork
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..config import WorkflowSettings
+    from ..ports import ArtifactPort, BuildPort, ExecutionPort, LedgerPort, MetricSink, SourcePort
 
 # The stages whose work runs in a build the state machine comes back to look at.
 BUILD_STAGES = (Stage.EXECUTE, Stage.VERIFY)

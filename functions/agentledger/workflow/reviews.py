@@ -2,13 +2,15 @@
 any whose plan went stale, and redeliver a decision the API recorded but could not deliver."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import metric_names
 from ..errors import StaleContextError
 from ..freshness import Entrance, invalidate, review_still_holds
 from ..models import Review, RunStatus, seconds_between, utc_now
-from ..ports import ExecutionPort, LedgerPort, MetricSink
+
+if TYPE_CHECKING:
+    from ..ports import ExecutionPort, LedgerPort, MetricSink
 
 
 class ReviewKeeper:

@@ -3,17 +3,14 @@ the agent for the work, stores the outputs and returns the evidence the graph sa
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.records import new_decision
-from agentledger.source import SourceSnapshot
 
 from .. import metric_names
 from ..agent import Agent, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
 from ..agent.executor import diff_against_source
-from ..config import WorkflowSettings
 from ..errors import StaleContextError
 from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
 from ..fingerprints import digest
@@ -31,12 +28,19 @@ from ..models import (
     StageStatus,
     TestRun,
 )
-from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import DecisionKind, Verdict
 from ..workspaces import execute_workspace, expire_workspaces
 from .builds import BuildAllowance, load_build_config
 from .verification import TestBuilds
 from .writing import TestWriting, language_of, refuse_hidden_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agentledger.source import SourceSnapshot
+
+    from ..config import WorkflowSettings
+    from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 
 
 @dataclass

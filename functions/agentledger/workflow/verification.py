@@ -14,7 +14,7 @@ import io
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,9 +22,7 @@ from ..buildkit import layout
 from ..errors import NoTestsRanError, VerificationFailedError
 from ..fingerprints import digest, sha256_bytes
 from ..models import ArtifactRef, Run, Stage, TestRun
-from ..ports import ArtifactPort, BuildPort, LedgerPort
 from ..states import BuildStatus
-from ..testrun.config import TestRunConfig
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
 from ..testrun.junit import TestCounts, summarize_junit
 from ..testrun.layout import build_timeout_minutes
@@ -40,6 +38,10 @@ from .builds import (
     missing_output,
     repository_files,
 )
+
+if TYPE_CHECKING:
+    from ..ports import ArtifactPort, BuildPort, LedgerPort
+    from ..testrun.config import TestRunConfig
 
 RESULT_LIMIT_BYTES = 1 << 20
 KIT_FAILURE_LIMIT_BYTES = 4096  # the kit keeps the last 4 KiB of its failure record

@@ -15,8 +15,7 @@ import json
 import tarfile
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,9 +30,7 @@ from ..fingerprints import digest
 from ..generation import GenerationLimits, GenerationSettings
 from ..hidden_text import described, hidden_characters, printable
 from ..models import ArtifactRef, Run, Stage, TestRun
-from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
 from ..states import BuildStatus
-from ..testrun.config import TestRunConfig
 from ..testrun.layout import build_timeout_minutes
 from .builds import (
     BuildInputs,
@@ -46,6 +43,12 @@ from .builds import (
     repository_files,
 )
 from .verification import read_output_archive
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
+    from ..testrun.config import TestRunConfig
 
 # The build's four filters, then this stage's own: a test the repository would hold must read as it runs.
 Filter = Literal["build", "pass_alone", "pass_with_suite", "coverage", "no_hidden_text"]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentledger.agent import PlanBrief
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BRIEF = PlanBrief(request="write tests for calc")
 

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from agentledger.agent import DocstringExamplePlanner, ReferenceAgent, apply_files, snapshot_directory
 
 from .samples import BRIEF, make_sample_repo, write
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # In the project's own tests folder, a plain module beside its tests: no package, no conftest.
 GENERATED = "tests/test_pkg_calc_generated.py"
@@ -24,7 +27,7 @@ def _execute(repo, workspace, agent=None):
 def _run_suite(workspace: Path, test_file: str = GENERATED) -> subprocess.CompletedProcess[str]:
     """The generated tests, run the way a repository's own toolchain runs them: pytest."""
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
-                          cwd=workspace, capture_output=True, text=True, timeout=60)
+                          cwd=workspace, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_one_idiomatic_pytest_test_per_documented_object_and_they_pass(tmp_path):

@@ -7,7 +7,7 @@ import io
 import json
 import shutil
 import tarfile
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import boto3
 import pytest
@@ -29,6 +29,9 @@ from tests.fakes.world import build_world
 from tests.samples import write_maven_sample
 
 from .samples import BRIEF
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.unit
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"

@@ -4,14 +4,16 @@ XML becomes the lines and branches the coverage filter compares."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.buildkit import generation
 from agentledger.buildkit.generation_java import JavaGeneration, MavenRuns
 from agentledger.buildkit.layout import GENERATION_REQUEST_FILE
 from agentledger.buildkit.processes import CodeUser
 from agentledger.buildkit.workspace import Config, Workspace
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 JACOCO_XML = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "report.dtd">

@@ -3,7 +3,7 @@ and the refusals that keep an untrusted repository's values bounded."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,6 +16,9 @@ from agentledger.testrun.config import (
     describe,
     load_config,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PYTEST = 'python -m pytest -p no:cacheprovider --junitxml="$AGENTLEDGER_RESULTS/junit/pytest.xml"'
 NODE_RUNNER = ("npm test -- --test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit"

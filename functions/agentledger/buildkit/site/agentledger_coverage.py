@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import coverage  # type: ignore[import-not-found, unused-ignore]
@@ -30,9 +31,8 @@ def measured(data_file: str, rc_file: str) -> dict[str, Any]:
         cov.json_report(outfile=report_file)
     except coverage.exceptions.NoDataError:  # nothing ran and no source file was found: nothing covered
         return {"files": {}, "contexts": {}}
-    with open(report_file, encoding="utf-8") as opened:
-        report = json.load(opened)
-    os.unlink(report_file)
+    report = json.loads(Path(report_file).read_text(encoding="utf-8"))
+    Path(report_file).unlink()
     files: dict[str, Any] = {}
     for path, entry in report.get("files", {}).items():
         branches = [tuple(arc) for arc in entry.get("executed_branches", []) + entry.get("missing_branches", [])]
@@ -63,8 +63,7 @@ def measured(data_file: str, rc_file: str) -> dict[str, Any]:
 
 def main(out_file: str, *runs: str) -> None:
     reports = [measured(runs[index], runs[index + 1]) for index in range(0, len(runs) - 1, 2)]
-    with open(out_file, "w", encoding="utf-8") as opened:
-        json.dump(reports, opened)
+    Path(out_file).write_text(json.dumps(reports), encoding="utf-8")
 
 
 if __name__ == "__main__":

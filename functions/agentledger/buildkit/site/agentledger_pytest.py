@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 
@@ -20,5 +21,5 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
 def pytest_collection_finish(session: Any) -> None:
     path = os.environ.get("AGENTLEDGER_COLLECTED")
     if path:
-        with open(path, "w", encoding="utf-8") as collected:
+        with Path(path).open("w", encoding="utf-8") as collected:
             collected.writelines(f"{item.nodeid}\n" for item in session.items)
