@@ -134,22 +134,38 @@ class EffectRunner:
         effect = ledger.effects.get(key)
         if effect is not None and effect.status == EffectStatus.CONFIRMED:
             return _outcome(effect)
+        recorded = effect is not None
         if effect is None:
+            # Held in memory: the ledger's first record of it is the attempt, written before the
+            # call, or, when this attempt stops before it, this one (`_record_intent`).
             effect = Effect(key=key, kind=name, stage=spec.stage, receiver=receiver.name,
                             status=EffectStatus.INTENDED, request=payload, execution=execution)
-            self.ledger.append(run_id, effect)
         if effect.status == EffectStatus.UNCONFIRMED and effect.execution == execution:
             return self._recheck(run_id, effect, receiver)
+        written: list[Effect] = []  # the records of this effect this invocation wrote, the latest last
         try:
-            result = self._deliver_once(run_id, execution, effect, receiver, lambda_context)
+            result = self._deliver_once(run_id, execution, effect, receiver, lambda_context, written)
         except IdempotencyAlreadyInProgressError:
             found = receiver.find(key)
             if found:
                 return self._confirm(run_id, execution, effect, receiver, found[0], suppressed=True)
+            self._record_intent(run_id, effect, recorded, written)
             raise EffectInProgressError(f"another attempt is delivering {key}; "
                                         "the receiver does not show it yet") from None
-        return self._confirm(run_id, execution, self.ledger.load(run_id).effects[key], receiver,
-                             Confirmation(**result["confirmation"]), suppressed=result["suppressed"])
+        except Exception:
+            self._record_intent(run_id, effect, recorded, written)
+            raise
+        # What this invocation wrote is the record as it stands; only a result an earlier attempt
+        # saved (its write, and its record, not this invocation's) is read back from the ledger.
+        latest = written[-1] if written else self.ledger.load(run_id).effects.get(key, effect)
+        return self._confirm(run_id, execution, latest, receiver, Confirmation(**result["confirmation"]),
+                             suppressed=result["suppressed"])
+
+    def _record_intent(self, run_id: str, effect: Effect, recorded: bool, written: list[Effect]) -> None:
+        """An attempt that stopped before the call (another holds the lock, the receiver asked to
+        wait, the look failed) leaves the effect in the ledger as intended, if nothing recorded it."""
+        if not recorded and not written:
+            self.ledger.append(run_id, effect)
 
     def _rate_limited(self, run_id: str, execution: str, key: str, limited: ReceiverRateLimitedError) -> dict[str, Any]:
         """The receiver took nothing and asked for a wait: recorded as a decision, and handed to the
@@ -208,7 +224,7 @@ class EffectRunner:
                                      f"{effect.rechecks + 1} re-check(s)")
 
     def _deliver_once(self, run_id: str, execution: str, effect: Effect, receiver: Receiver,
-                      lambda_context: Any) -> dict[str, Any]:
+                      lambda_context: Any, written: list[Effect]) -> dict[str, Any]:
         config = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespath="payload",
                                    expires_after_seconds=IDEMPOTENCY_WINDOW_S, raise_on_no_idempotency_key=True)
         if lambda_context is not None:
@@ -216,19 +232,21 @@ class EffectRunner:
             config.register_lambda_context(lambda_context)
 
         def write(command: dict[str, Any]) -> dict[str, Any]:
-            return self._write(run_id, execution, effect, receiver)
+            return self._write(run_id, execution, effect, receiver, written)
 
         once: Callable[..., dict[str, Any]] = idempotent_function(
             data_keyword_argument="command", config=config, persistence_store=self.persistence)(write)
         return once(command={"key": effect.key, "payload": effect.request})
 
-    def _write(self, run_id: str, execution: str, effect: Effect, receiver: Receiver) -> dict[str, Any]:
+    def _write(self, run_id: str, execution: str, effect: Effect, receiver: Receiver,
+               written: list[Effect]) -> dict[str, Any]:
         found = receiver.find(effect.key)  # look before you write
         if found:
             return {"confirmation": asdict(found[0]), "suppressed": True}
         attempted = effect.model_copy(update={"status": EffectStatus.ATTEMPTED, "attempts": effect.attempts + 1,
                                               "attempted_at": utc_now(), "execution": execution, "error": None})
-        self.ledger.append(run_id, attempted)
+        self.ledger.append(run_id, attempted)  # recorded before the call
+        written.append(attempted)
         faults.reach(run_id, effect.stage, faults.effect_crash_point(effect.kind, "before_call"), execution)
         try:
             accepted = receiver.send(effect.key, self._attached(effect.request))

@@ -30,6 +30,12 @@ E its effects (N of them notifications) and R the review answers:
 - SNS, N: one Publish per notification (its FIFO deduplication id is the idempotency key).
 - Lambda, Secrets Manager, CloudWatch, CloudWatch Logs: 0 on a warm run (a function reads its
   secrets once per container and keeps them five minutes; a cold run shows the reads).
+
+The same terms, given to the function that sends them, are each function's floor: what the table
+by function compares it with, naming the services where a function sends more (`floor_by_function`).
+The test builds' own requests (each fetches its input and posts its results through presigned
+links) are no function's: they are shown on a line of their own, and are in neither the total
+nor the floor (request_counter.py).
 """
 from __future__ import annotations
 
@@ -40,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 from agentledger.states import EFFECTS
 
 from .report import Table, Target, ratio, short_function_name
-from .request_counter import ENGINE, SERVICES, Request, RequestCounter
-from .timeline import BUILD_WAIT_STATES, Timeline, timeline
+from .request_counter import ENGINE, OUTSIDE_FUNCTIONS, SERVICES, Request, RequestCounter
+from .timeline import BUILD_WAIT_STATES, Invocation, Timeline, timeline
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -98,16 +104,81 @@ class RunShape:
                 "sns": self.notifications}
 
 
+# Sent by no function of the run: Step Functions' and API Gateway's invocations, and the test builds'
+# own traffic (locally, the S3 endpoint answering a build's presigned GET and POST).
+NOT_THE_FUNCTIONS = (ENGINE, OUTSIDE_FUNCTIONS)
+
+
 def by_service(counts: Counter[Request]) -> Counter[str]:
     totals: Counter[str] = Counter()
     for request, number in counts.items():
-        if request.function != ENGINE:
+        if request.function not in NOT_THE_FUNCTIONS:
             totals[request.service] += number
     return totals
 
 
 def engine_invocations(counts: Counter[Request]) -> int:
     return sum(number for request, number in counts.items() if request.function == ENGINE)
+
+
+def outside_functions(counts: Counter[Request]) -> int:
+    return sum(number for request, number in counts.items() if request.function == OUTSIDE_FUNCTIONS)
+
+
+API_FUNCTION = "ApiFunction"
+BUILD_ENDED_FUNCTION = "BuildEndedFunction"
+
+
+def _function_of(invocation: Invocation) -> str:
+    return short_function_name(invocation.function.rsplit(":", 1)[-1])
+
+
+def floor_by_function(view: dict[str, Any], executed: Timeline, shape: RunShape) -> dict[str, Counter[str]]:
+    """The floor's terms (the module docstring), each given to the function that sends it: the
+    functions Step Functions invoked by the history's invocations of each stage or effect, the API
+    and the build's end by name. Sums to `shape.floor()` for every service."""
+    floors: dict[str, Counter[str]] = {}
+
+    def add(function: str, service: str, number: int = 1) -> None:
+        floors.setdefault(function, Counter())[service] += number
+
+    working = [invocation for invocation in executed.invocations if invocation.state not in BUILD_WAIT_STATES]
+    of_stage = {invocation.stage: _function_of(invocation) for invocation in working if invocation.stage}
+    for invocation in executed.invocations:
+        if invocation.state in BUILD_WAIT_STATES:
+            add(_function_of(invocation), "dynamodb")  # the parking
+        else:
+            add(_function_of(invocation), "dynamodb")  # the run, read once
+        if invocation.stage == "verify":
+            add(_function_of(invocation), "codebuild")  # a look at the build
+    if executed.invocations:
+        add(_function_of(executed.invocations[0]), "dynamodb", shape.executions)  # the assessment
+    add(API_FUNCTION, "dynamodb", 1 + 2 * shape.review_answers)  # the create; a review answer read and recorded
+    add(API_FUNCTION, "sfn", shape.executions + shape.review_answers)
+    moved = [t["to_state"] for t in view["transitions"] if t["from_state"] != t["to_state"]]
+    committed = [name for name, record in view["stages"].items() if record["status"] == "complete"]
+    for stage in [*moved, *committed]:
+        add(of_stage.get(stage, API_FUNCTION), "dynamodb")
+    for test_run in view["test_runs"].values():
+        function = of_stage[test_run["stage"]]
+        add(function, "dynamodb")  # the build's id
+        add(function, "codebuild")  # its start
+        add(function, "s3", 2)  # its input, and its results, read
+        add(BUILD_ENDED_FUNCTION, "dynamodb", 4)
+        add(BUILD_ENDED_FUNCTION, "sfn")
+    for stage in ("plan", "execute"):
+        if stage in committed:
+            add(of_stage[stage], "s3")  # the inventory, the plan
+    for ref in view["artifacts"]:
+        add(of_stage.get(ref["stage"], API_FUNCTION), "s3")
+    for effect in view["effects"].values():
+        function = of_stage.get(effect["kind"]) or of_stage[EFFECTS[effect["kind"]].stage]
+        add(function, "dynamodb", 4)
+        if EFFECTS[effect["kind"]].receiver == "notifications":
+            add(function, "sns")
+        if effect["kind"] == "pull_request":
+            add(function, "s3")  # the written files
+    return floors
 
 
 @dataclass(frozen=True)
@@ -117,6 +188,7 @@ class RequestsMeasurement:
     run: FullRun  # the warm one
     shape: RunShape
     history: list[dict[str, Any]]  # of the warm run's execution, for the bare engine to replay
+    floors: dict[str, Counter[str]]  # the floor, by function (short name) and service
 
 
 def measure(client: BenchClient, counter: RequestCounter, repository: Callable[[], Path],
@@ -127,8 +199,9 @@ def measure(client: BenchClient, counter: RequestCounter, repository: Callable[[
     with counter.counting() as warm:
         run = client.full_run(repository(), timeout_s)
     history = client.execution_history(run.execution)
-    shape = RunShape.of(client.view(run.run_id), timeline(history), review_answers=1)
-    return RequestsMeasurement(first, warm, run, shape, history)
+    view, executed = client.view(run.run_id), timeline(history)
+    shape = RunShape.of(view, executed, review_answers=1)
+    return RequestsMeasurement(first, warm, run, shape, history, floor_by_function(view, executed, shape))
 
 
 def goal(target_ratio: float) -> str:
@@ -147,6 +220,8 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
     table.add("total", sum(first.values()), total_warm, total_floor, ratio(total_warm, total_floor))
     table.add("Lambda invoked by Step Functions / API Gateway (not in the total)",
               engine_invocations(measured.first), engine_invocations(measured.warm), "-", "-")
+    table.add("the test builds' own S3 requests (not in the total)",
+              outside_functions(measured.first), outside_functions(measured.warm), "-", "-")
     completed = measured.run.status == "complete"
     figure = f"{total_warm} / {total_floor} = {ratio(total_warm, total_floor)}" if completed \
         else f"run ended {measured.run.status}"
@@ -157,6 +232,12 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
         table.notes.append("missed because: " + ", ".join(
             f"{SERVICES.get(service, service)} {excess} above its floor" for excess, service in above if excess > 0)
             + " (by function below; docs/performance/latest.md)")
+    shared = Counter()
+    for floor_of_function in measured.floors.values():
+        shared.update(floor_of_function)
+    if +shared != +Counter(floor):
+        table.notes.append(f"the floor by function ({dict(shared)}) does not add up to the floor: a term is not given "
+                           "to the function that sends it")
     shape = measured.shape
     table.notes.append(
         f"floor for this run's shape: I={shape.invocations} invocations, X={shape.executions} execution(s), "
@@ -165,17 +246,28 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
         f"V={shape.verify_invocations} verify invocations, A={shape.artifacts} artifacts, G={shape.consumed_inputs} "
         f"inputs read, E={shape.effects} effects (N={shape.notifications} notifications), R={shape.review_answers} "
         "review answer (derivation: tests/bench/aws_requests.py)")
-    return [table, _by_function(measured.warm)]
+    return [table, _by_function(measured.warm, measured.floors)]
 
 
-def _by_function(counts: Counter[Request]) -> Table:
-    table = Table("(b) AWS requests of the warm run, by function", ["function", "requests", "operations"])
+def _by_function(counts: Counter[Request], floors: dict[str, Counter[str]]) -> Table:
+    """Each function's requests against its share of the floor, and where it sends more."""
+    table = Table("(b) AWS requests of the warm run, by function, against each function's floor",
+                  ["function", "requests", "floor", "above the floor", "operations"])
     functions: dict[str, Counter[str]] = {}
     for request, number in counts.items():
-        if request.function != ENGINE:
-            functions.setdefault(request.function, Counter())[f"{request.service}:{request.operation}"] += number
+        if request.function not in NOT_THE_FUNCTIONS:
+            functions.setdefault(short_function_name(request.function), Counter())[
+                f"{request.service}:{request.operation}"] += number
+    for function in set(floors) - set(functions):
+        functions[function] = Counter()
     for function, operations in sorted(functions.items(), key=lambda item: -sum(item[1].values())):
-        table.add(short_function_name(function), sum(operations.values()),
+        floor = floors.get(function, Counter())
+        sent: Counter[str] = Counter()
+        for operation, number in operations.items():
+            sent[operation.split(":", 1)[0]] += number
+        above = ", ".join(f"{SERVICES.get(service, service)} {sent[service] - floor[service]:+d}"
+                          for service in sorted(set(sent) | set(floor)) if sent[service] != floor[service])
+        table.add(function, sum(operations.values()), sum(floor.values()), above or "-",
                   ", ".join(f"{operation} {number}" for operation, number in operations.most_common()))
     return table
 

@@ -36,7 +36,7 @@ OUTSIDE_FUNCTIONS = "(outside any function)"
 # The services a run's functions send requests to, by botocore's id, as the report names them.
 SERVICES = {"dynamodb": "DynamoDB", "s3": "S3", "sfn": "Step Functions", "lambda": "Lambda",
             "codebuild": "CodeBuild", "sns": "SNS", "secrets-manager": "Secrets Manager",
-            "cloudwatch": "CloudWatch", "cloudwatch-logs": "CloudWatch Logs"}
+            "cloudwatch": "CloudWatch", "cloudwatch-logs": "CloudWatch Logs", "ssm": "SSM"}
 
 
 @dataclass(frozen=True)

@@ -278,3 +278,70 @@ def test_turns_in_the_budgets_queue_are_not_limits_met_but_a_day_of_them_goes_to
     with pytest.raises(EffectRateLimitedError, match="write budget"):
         world.effects.deliver(run_id, execution, "ticket")
     assert world.tracker.writes == 0
+
+
+class CountingLedger:
+    """The world's ledger, counting the reads (`load`) and the records appended, by effect status."""
+
+    def __init__(self, ledger: Any) -> None:
+        self._ledger = ledger
+        self.loads = 0
+        self.appended: list[EffectStatus] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+    def load(self, run_id: str) -> Any:
+        self.loads += 1
+        return self._ledger.load(run_id)
+
+    def append(self, run_id: str, record: Any) -> None:
+        if hasattr(record, "status") and isinstance(record.status, EffectStatus):
+            self.appended.append(record.status)
+        self._ledger.append(run_id, record)
+
+
+def test_a_delivery_reads_the_ledger_once_and_records_the_attempt_before_the_call(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    counting = CountingLedger(world.ledger)
+    world.effects.ledger = counting  # type: ignore[assignment]
+
+    assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
+
+    # Read on entry only: the record this invocation wrote is not read back from the ledger.
+    assert counting.loads == 1
+    assert counting.appended == [EffectStatus.ATTEMPTED, EffectStatus.CONFIRMED]
+    assert world.tracker.writes == 1 and _effect(world, run_id).status == EffectStatus.CONFIRMED
+    # A second invocation reads the ledger again, and finds the effect confirmed.
+    assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
+    assert counting.loads == 2 and world.tracker.writes == 1
+
+
+def test_an_attempt_that_stops_before_the_call_leaves_the_effect_intended(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+    world.tracker.gate = threading.Event()
+    first = threading.Thread(target=lambda: world.effects.deliver(run_id, execution, "ticket"))
+    first.start()
+    assert world.tracker.sending.wait(5)
+    world.effects.ledger = counting = CountingLedger(world.ledger)  # type: ignore[assignment]
+
+    with pytest.raises(EffectInProgressError):
+        world.effects.deliver(run_id, execution, "ticket")
+
+    world.tracker.gate.set()
+    first.join(5)
+    # The first attempt had recorded it (attempted, before its call): the second adds nothing,
+    # and the only record written since is the first attempt's confirmation.
+    assert counting.appended == [EffectStatus.CONFIRMED]
+
+
+def test_a_look_that_fails_before_the_call_records_the_effect_as_intended(world: World) -> None:
+    run_id, execution = world.ready_to_complete()
+
+    def unavailable(key: str) -> list[Confirmation]:
+        raise ReceiverNoResponseError("the search timed out")
+
+    world.tracker.find = unavailable  # type: ignore[method-assign]
+    with pytest.raises(ReceiverNoResponseError):
+        world.effects.deliver(run_id, execution, "ticket")
+    assert world.tracker.writes == 0 and _effect(world, run_id).status == EffectStatus.INTENDED

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from ..artifacts import ContentAddressedArtifacts, run_prefix
 
 
@@ -42,9 +44,16 @@ class ArtifactStore(ContentAddressedArtifacts):
         return {"url": grant["url"], "fields": grant["fields"]}
 
     def read(self, key: str) -> bytes | None:
-        if not self._exists(key):
+        """Asked for first: it is there when read (a build's upload, once the build ended). A refusal
+        is then told apart from a missing object by listing (see `_exists`)."""
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey:
             return None
-        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "AccessDenied" or self._exists(key):
+                raise
+            return None
 
     def has_repository(self, url: str) -> bool:
         bucket, _, key = url.removeprefix("s3://").partition("/")
