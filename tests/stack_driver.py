@@ -5,8 +5,13 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import boto3
+
+from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.models import RunStatus
 from agentledger.service import run_id_for
 from infra.local.principals import principal_arn
+from infra.local.runtime import REGION
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -17,6 +22,10 @@ if TYPE_CHECKING:
 # under a loaded suite (two workers, each with builds in flight) a replan took past 30 s in CI.
 SETTLE_TIMEOUT_S = 300.0
 
+# How often a wait looks: at the run's one ledger item and its execution's status, a millisecond's
+# work; the run's whole view (the API function, every record) is read once the run looks settled.
+POLL_S = 0.05
+
 # The callers API Gateway's IAM authorization would name, one per duty.
 REQUESTER, REVIEWER, OPERATOR = (principal_arn(duty) for duty in ("requester", "reviewer", "operator"))
 
@@ -26,6 +35,7 @@ class Driver:
 
     def __init__(self, runtime: LocalRuntime) -> None:
         self.runtime = runtime
+        self.ledger = LedgerStore(runtime.output("LedgerTableName"), boto3.resource("dynamodb", region_name=REGION))
 
     def start(self, repo: Path, crash: str | None = None, request: str = "write tests",
               throttle: str | None = None) -> str:
@@ -55,25 +65,29 @@ class Driver:
         """Until the run settles: its execution finished, or it waits for a review."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            view = self.view(run_id)
-            name = execution or view["run"]["active_execution"]
-            if view["run"]["status"] == "awaiting_review" and view.get("review") and not view["review"].get("decision"):
-                return view
-            if self.runtime.execution_status(name) in ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"):
+            run = self.ledger.get_run(run_id)
+            if run.status == RunStatus.AWAITING_REVIEW:
+                view = self.view(run_id)
+                if view["run"]["status"] == "awaiting_review" and view.get("review") \
+                        and not view["review"].get("decision"):
+                    return view
+            if self.runtime.execution_status(execution or run.active_execution) in (
+                    "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"):
                 return self.view(run_id)
-            time.sleep(0.05)
+            time.sleep(POLL_S)
         raise TimeoutError(f"run {run_id} did not settle in {timeout_s}s: {self.view(run_id)['run']}")
 
     def wait_for_new_review(self, run_id: str, old_digest: str) -> dict[str, Any]:
         """Until the run waits for a review of a plan other than old_digest."""
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         while time.monotonic() < deadline:
-            view = self.view(run_id)
-            review = view.get("review") or {}
-            if view["run"]["status"] == "awaiting_review" and review.get("plan_digest") not in (None, old_digest) \
-                    and not review.get("decision"):
-                return view
-            time.sleep(0.05)
+            if self.ledger.get_run(run_id).status == RunStatus.AWAITING_REVIEW:
+                view = self.view(run_id)
+                review = view.get("review") or {}
+                if view["run"]["status"] == "awaiting_review" and review.get("plan_digest") not in (None, old_digest) \
+                        and not review.get("decision"):
+                    return view
+            time.sleep(POLL_S)
         raise TimeoutError(f"run {run_id} did not come back for review with a new plan in {SETTLE_TIMEOUT_S}s")
 
     def finished(self, execution: str) -> str:
