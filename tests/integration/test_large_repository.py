@@ -1,4 +1,4 @@
-"""A repository of 20,000 files goes to review with no ledger item growing with it: the files'
+"""A repository of 5,000 files goes to review with no ledger item growing with it: the files'
 fingerprints are manifest artifacts in S3, and DynamoDB keeps their digests (issue 14)."""
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-FILES = 20_000
+# Their manifest is about 500 KB: past DynamoDB's item limit, and eight times the bound below, were
+# it kept in one ledger item. (How inspect and a run scale to 10,000 files is the bench's, (d).)
+FILES = 5_000
 # DynamoDB refuses items over 400 KB; a ledger item must stay far below, whatever the repository.
 ITEM_BOUND_BYTES = 64 * 1024
 MODULE = '''"""Bulk helpers."""
@@ -50,7 +52,7 @@ def item_sizes(client: Any, table: str) -> list[tuple[int, str]]:
     return sorted(sizes, reverse=True)
 
 
-def test_a_20000_file_repository_reaches_review_with_every_ledger_item_bounded(driver, runtime, tmp_path):
+def test_a_5000_file_repository_reaches_review_with_every_ledger_item_bounded(driver, runtime, tmp_path):
     repo = write_large_repository(tmp_path / "large", FILES)
     run_id = driver.start(repo)
     waiting = driver.wait(run_id)
