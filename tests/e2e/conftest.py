@@ -132,8 +132,10 @@ def served(logs: Path, environment: dict[str, str], *options: str, command: Sequ
     port = free_port()
     with (logs / "stdout").open("w") as stdout, (logs / "stderr").open("w") as stderr:
         # The tests' repositories lie under the temporary directory: allowed, as a user would allow theirs.
-        server = subprocess.Popen([*command, "serve", "--port", str(port), "--keeper-interval", "1",
-                                   "--allow-root", tempfile.gettempdir(), *options],
+        # The review keeper runs as serve runs it unless told otherwise (every 5 s): no test waits on it,
+        # and each pass looks at every run awaiting review, which a shared serve accumulates.
+        server = subprocess.Popen([*command, "serve", "--port", str(port), "--allow-root", tempfile.gettempdir(),
+                                   *options],
                                   cwd=cwd, env=environment, stdout=stdout, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -36,9 +36,8 @@ def test_ten_runs_started_at_once_all_reach_review(tmp_path: Path) -> None:
     environment = {**CLI_ENVIRONMENT, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(profiles)}
     repositories = [_calculator(tmp_path / f"repository-{n}") for n in range(RUNS)]
     keys = [str(uuid.uuid4()) for _ in repositories]
-    # The review keeper every 5 s, as `serve` runs it unless told otherwise. The doctest writer:
-    # what is shown is the workflow under load, not ten Pynguin searches on two cores.
-    with served(tmp_path, environment, "--keeper-interval", "5", *E2E_CONTEXT) as url:
+    # The doctest writer: what is shown is the workflow under load, not ten Pynguin searches on two cores.
+    with served(tmp_path, environment, *E2E_CONTEXT) as url:
         memory_at_start = memory_mib("VmRSS", serving_process(url))
 
         def create(repository: Path, key: str) -> tuple[int, str | None]:
