@@ -30,6 +30,7 @@ from agentledger.testrun import config as repository_config
 from handlers.api import app as api_resolver
 from handlers.wiring import HANDLER_SETTINGS
 from infra import CDK_JSON_FILE, PROJECT_ROOT
+from infra.cli.exit_codes import MEANING, ExitCode
 from infra.cli.main import build_parser
 
 if TYPE_CHECKING:
@@ -331,8 +332,13 @@ def cli_page() -> str:
             sections.append([f"## `agentledger {name}`", "", command.description or "", "",
                              "```text", command.format_usage().strip(), "```", "",
                              *(_arguments(own) if own else [])])
-    return _page("CLI", _written_from("infra/cli/main.py") + " The words are those of `agentledger COMMAND --help`.",
-                 *sections)
+    missing = set(ExitCode) - set(MEANING)
+    if missing:
+        raise ReferenceMismatch(f"exit codes without a meaning in infra/cli/exit_codes.py: {sorted(missing)}")
+    sections.append(["## Exit codes", "", *_table(["code", "meaning"],
+                                                   ([_code(int(code)), MEANING[code]] for code in ExitCode))])
+    return _page("CLI", _written_from("infra/cli/main.py", "infra/cli/exit_codes.py")
+                 + " The words are those of `agentledger COMMAND --help`.", *sections)
 
 
 # --- the API -----------------------------------------------------------------------------------

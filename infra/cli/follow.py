@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agentledger.states import RunStatus
 
 from . import render
+from .exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from .client import ApiClient
@@ -18,14 +19,6 @@ POLL_INTERVAL_S = 0.3
 CLEAR_LINE = "\r\x1b[K"
 # Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
 SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
-# Exit codes (docs/guides/cli.md): 0 done or waiting for review, and for every command that
-# answered. There is no "failed" run status: every failure ends with a person (3).
-EXIT_OK = 0
-EXIT_USER_ERROR = 1
-EXIT_NEEDS_PERSON = 3
-EXIT_STILL_RUNNING = 4  # --wait gave up after --timeout; the run goes on
-EXIT_INTERRUPTED = 130
-EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 StageMarks = dict[str, tuple[Any, ...]]
 
@@ -33,11 +26,11 @@ StageMarks = dict[str, tuple[Any, ...]]
 class CliError(Exception):
     """A problem the user can fix, reported as one line."""
 
-    exit_code = EXIT_USER_ERROR
+    exit_code = ExitCode.USER_ERROR
 
 
 class StillRunning(CliError):
-    exit_code = EXIT_STILL_RUNNING
+    exit_code = ExitCode.STILL_RUNNING
 
 
 def run_path(run_id: str) -> str:

@@ -27,12 +27,8 @@ from infra.local.throttles import THROTTLE_HEADER, THROTTLES
 from . import render
 from .apply import ApplyRefused, apply_change
 from .client import ApiClient, ApiError, ApiUnreachable, fetch, upload
+from .exit_codes import ExitCode
 from .follow import (
-    EXIT_CLOSED_PIPE,
-    EXIT_INTERRUPTED,
-    EXIT_NEEDS_PERSON,
-    EXIT_OK,
-    EXIT_USER_ERROR,
     CliError,
     StageMarks,
     follow_run,
@@ -81,7 +77,7 @@ def _follow_and_report(args: argparse.Namespace, client: ApiClient, run_id: str,
         print(f"following {run_id} (Ctrl-C stops following, not the run)", flush=True)
     final = follow_run(client, run_id, timeout_s=args.timeout, show_progress=not args.json, already_seen=already_seen)
     _emit(args, final, render.outcome)
-    return EXIT_NEEDS_PERSON if final["run"]["status"] == RunStatus.NEEDS_PERSON else EXIT_OK
+    return ExitCode.NEEDS_PERSON if final["run"]["status"] == RunStatus.NEEDS_PERSON else ExitCode.OK
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -345,7 +341,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     _emit(args, {"run_id": args.run_id, "tree": str(tree), "written": applied.written,
                  "already_there": applied.already_there},
           lambda shown: render.applied(shown["run_id"], shown["tree"], shown["written"], shown["already_there"]))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_review(args: argparse.Namespace) -> int:
@@ -361,7 +357,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         if decision is None:
             decision, comment = _ask_for_decision(args, client, document)
             if decision is None:
-                return EXIT_OK
+                return ExitCode.OK
             args.comment = args.comment or comment
     body = {"decision": decision, "plan_digest": plan_digest, "comment": args.comment}
     _emit(args, client.post(f"{run_path(args.run_id)}/review", body), render.review_result)
@@ -547,13 +543,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USER_ERROR
+        return exit_.code if isinstance(exit_.code, int) else ExitCode.USER_ERROR
     try:
         return args.handler(args)
     except BrokenPipeError:
         # The reader went away (`show RUN | head`): nothing more to say, and nowhere to say it.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_CLOSED_PIPE
+        return ExitCode.CLOSED_PIPE
     except CliError as error:
         print(render.printable(f"agentledger: {error}"), file=sys.stderr)
         return error.exit_code
@@ -561,10 +557,10 @@ def main(argv: list[str] | None = None) -> int:
         print(render.printable(f"agentledger: {error}"), file=sys.stderr)
     except KeyboardInterrupt:
         print("agentledger: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Exception as error:  # noqa: BLE001 — users get one line, never a traceback
         print(render.printable(f"agentledger: unexpected {type(error).__name__}: {error}"), file=sys.stderr)
-    return EXIT_USER_ERROR
+    return ExitCode.USER_ERROR
 
 
 if __name__ == "__main__":

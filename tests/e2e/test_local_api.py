@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from infra.cli.follow import EXIT_CLOSED_PIPE, EXIT_NEEDS_PERSON
+from infra.cli.exit_codes import ExitCode
 from infra.local.faults import CRASH_POINTS
 from infra.local.profiles import instance_profiles_dir
 
@@ -137,7 +137,7 @@ def test_review_with_an_old_plan_digest_is_refused(cli: Cli, api_url: str, read_
 def test_crashed_run_hands_off_and_resumes_from_what_is_still_valid(cli: Cli, api_url: str,
                                                                      repository: Path) -> None:
     crashed = cli("run", str(repository), "--wait", "--crash", "verify:after_artifacts").json(
-        exit_code=EXIT_NEEDS_PERSON)
+        exit_code=ExitCode.NEEDS_PERSON)
     run_id = crashed["run"]["run_id"]
 
     assert crashed["run"]["status"] == "needs_person"
@@ -152,7 +152,8 @@ def test_crashed_run_hands_off_and_resumes_from_what_is_still_valid(cli: Cli, ap
 
 
 def test_resume_wait_follows_the_resumed_execution(cli: Cli, repository: Path) -> None:
-    crashed = cli("run", str(repository), "--wait", "--crash", "execute:before_work").json(exit_code=EXIT_NEEDS_PERSON)
+    crashed = cli("run", str(repository), "--wait", "--crash", "execute:before_work").json(
+        exit_code=ExitCode.NEEDS_PERSON)
 
     final = cli("resume", crashed["run"]["run_id"], "--wait").json()
 
@@ -241,7 +242,8 @@ def test_serve_on_a_busy_port_fails_at_once_with_one_line() -> None:
 
 def test_metrics_report_what_the_handlers_emitted_for_the_runs_made_here(cli: Cli, api_url: str,
                                                                          repository: Path) -> None:
-    crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json(exit_code=EXIT_NEEDS_PERSON)
+    crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json(
+        exit_code=ExitCode.NEEDS_PERSON)
     run_id = crashed["run"]["run_id"]
     cli("resume", run_id, "--wait")
     cli("review", run_id, "--approve", "--profile", REVIEWER)
@@ -285,7 +287,8 @@ def test_the_requester_cannot_approve_the_reviewer_can_and_the_ledger_names_both
 
 
 def test_an_operator_resume_is_recorded_with_its_principal(cli: Cli, api_url: str, repository: Path) -> None:
-    crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json(exit_code=EXIT_NEEDS_PERSON)
+    crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json(
+        exit_code=ExitCode.NEEDS_PERSON)
     run_id = crashed["run"]["run_id"]
     cli("resume", run_id, "--profile", OPERATOR).json()
     shown = cli("show", run_id).json()
@@ -497,14 +500,14 @@ def test_a_closed_pipe_is_quiet(api_url: str, read_only_review: SharedReview) ->
                              env=CLI_ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     shown.stdout.close()
     errors = shown.stderr.read()
-    assert shown.wait(timeout=60) == EXIT_CLOSED_PIPE == 141
+    assert shown.wait(timeout=60) == ExitCode.CLOSED_PIPE == 141
     assert errors == b""
 
 
 def test_wait_exits_3_when_the_run_needs_a_person(cli: Cli, repository: Path) -> None:
     (repository / "agentledger.toml").write_text("timeout = 'soon'\n")  # verify hands it to a person
     waited = cli("run", str(repository), "--wait")
-    assert waited.exit_code == EXIT_NEEDS_PERSON == 3, waited
+    assert waited.exit_code == ExitCode.NEEDS_PERSON == 3, waited
     assert '"needs_person"' in waited.stdout
 
 

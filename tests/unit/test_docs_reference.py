@@ -13,6 +13,7 @@ from agentledger.config import FunctionSettings
 from agentledger.testrun.config import _VALIDATORS
 from docs.gen import reference
 from infra import CDK_JSON_FILE
+from infra.cli.exit_codes import MEANING, ExitCode
 from infra.cli.main import build_parser
 
 pytestmark = pytest.mark.unit
@@ -58,6 +59,11 @@ def test_the_cli_page_names_every_command_and_argument() -> None:
                  for option in action.option_strings if option not in ("-h", "--help")}
     assert [name for name in commands if f"## `agentledger {name}`" not in page] == []
     assert [option for option in arguments if option not in page] == []
+
+
+def test_the_cli_page_says_what_every_exit_code_means() -> None:
+    exit_codes = reference.cli_page().split("## Exit codes", 1)[1]
+    assert [code for code in ExitCode if f"| `{int(code)}` | {MEANING[code]} |" not in exit_codes] == []
 
 
 def test_the_api_page_names_every_operation_and_schema() -> None:
