@@ -183,14 +183,6 @@ class ResumeOutcome(BaseModel):
     assessment: Assessment
 
 
-class RunConflictError(Exception):
-    """The request is well-formed but conflicts with the run's state: HTTP 409."""
-
-
-class RepositoryRejectedError(Exception):
-    """The repository cannot be used as given: HTTP 422."""
-
-
 RUN_ID_PREFIX = "run-"
 RUN_ID_HEX_DIGITS = 20
 # The API's {run_id} path parameter: what run_id_for makes, and nothing else.

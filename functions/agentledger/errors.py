@@ -1,14 +1,21 @@
-"""Typed errors. The class name is the error name Step Functions sees, so the state machine's
-Retry and Catch rules and the restart policy match on these names."""
+"""Typed errors, every one in this module. The class name is the error name Step Functions sees,
+so the state machine's Retry and Catch rules and the restart policy match on these names. An error
+the API answers with a status of its own names it (`http_status`); any other that reaches the API
+is its defect, answered 500."""
 from __future__ import annotations
+
+from http import HTTPStatus
+from typing import ClassVar
 
 
 class LedgerError(Exception):
     """Base class of every error the workflow raises on purpose."""
 
+    http_status: ClassVar[HTTPStatus | None] = None
+
 
 class RunNotFoundError(LedgerError):
-    pass
+    http_status = HTTPStatus.NOT_FOUND
 
 
 class RunAlreadyExistsError(LedgerError):
@@ -76,6 +83,32 @@ class TestConfigurationError(LedgerError):
 class ReviewRejectedError(LedgerError):
     """A review decision that cannot be applied (wrong state, old plan digest)."""
 
+    http_status = HTTPStatus.CONFLICT
+
+
+class RunConflictError(LedgerError):
+    """The request is well-formed but conflicts with the run's state."""
+
+    http_status = HTTPStatus.CONFLICT
+
+
+class IdempotencyKeyConflictError(LedgerError):
+    """An Idempotency-Key whose first request had another body, or is still in progress."""
+
+    http_status = HTTPStatus.CONFLICT
+
+
+class RepositoryRejectedError(LedgerError):
+    """The repository cannot be used as given."""
+
+    http_status = HTTPStatus.UNPROCESSABLE_ENTITY
+
+
+class CallerUnknownError(LedgerError):
+    """A write whose caller the request context does not name: IAM authorization was bypassed."""
+
+    http_status = HTTPStatus.FORBIDDEN
+
 
 class RepositoryNotAllowedError(LedgerError):
     """A repository location this deployment does not read; the message names the rule."""
@@ -87,6 +120,8 @@ class RepositoryUnavailableError(LedgerError):
 
 class ReviewForbiddenError(LedgerError):
     """The caller may not decide this review (the run's own requester, without self-approval)."""
+
+    http_status = HTTPStatus.FORBIDDEN
 
 
 class ArtifactIntegrityError(LedgerError):

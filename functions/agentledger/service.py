@@ -12,11 +12,9 @@ from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_ow
 from . import metric_names
 from .api_contract import (
     CreateRunRequest,
-    RepositoryRejectedError,
     ResumeOutcome,
     ReviewOutcome,
     ReviewRequest,
-    RunConflictError,
     RunPage,
     RunSummary,
     RunView,
@@ -27,9 +25,11 @@ from .api_contract import (
 from .errors import (
     ConcurrentModificationError,
     RepositoryNotAllowedError,
+    RepositoryRejectedError,
     ReviewForbiddenError,
     ReviewRejectedError,
     RunAlreadyExistsError,
+    RunConflictError,
     StaleContextError,
 )
 from .evidence import stage_evidence

@@ -22,11 +22,9 @@ from agentledger.api_contract import (
     RUN_ID_PATTERN,
     CreateRunRequest,
     ErrorBody,
-    RepositoryRejectedError,
     ResumeOutcome,
     ReviewOutcome,
     ReviewRequest,
-    RunConflictError,
     RunPage,
     RunSummary,
     RunView,
@@ -34,7 +32,7 @@ from agentledger.api_contract import (
     UploadRequest,
 )
 from agentledger.config import ApiSettings
-from agentledger.errors import ReviewForbiddenError, ReviewRejectedError, RunNotFoundError
+from agentledger.errors import CallerUnknownError, IdempotencyKeyConflictError, LedgerError
 from agentledger.models import RunStatus  # noqa: TC001 — the resolver reads its routes' annotations at run time
 
 from .wiring import assembly, lambda_handler, logger
@@ -92,23 +90,12 @@ def _unexpected(error: Exception) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; the request id is in the logs")
 
 
-@app.exception_handler(RunNotFoundError)
-def _not_found(error: RunNotFoundError) -> Response[dict[str, Any]]:
-    return _error(HTTPStatus.NOT_FOUND, str(error))
-
-
-class IdempotencyKeyConflictError(Exception):
-    """An Idempotency-Key whose first request had another body, or is still in progress."""
-
-
-@app.exception_handler([RunConflictError, ReviewRejectedError, IdempotencyKeyConflictError])
-def _conflict(error: Exception) -> Response[dict[str, Any]]:
-    return _error(HTTPStatus.CONFLICT, str(error))
-
-
-@app.exception_handler(RepositoryRejectedError)
-def _unprocessable(error: RepositoryRejectedError) -> Response[dict[str, Any]]:
-    return _error(HTTPStatus.UNPROCESSABLE_ENTITY, str(error))
+@app.exception_handler(LedgerError)
+def _refused(error: LedgerError) -> Response[dict[str, Any]]:
+    """The errors the API answers with their own status (agentledger.errors), each with its message."""
+    if error.http_status is None:
+        return _unexpected(error)
+    return _error(error.http_status, str(error))
 
 
 @app.exception_handler(RecursionError)
@@ -121,10 +108,6 @@ def _bad_request(error: ValueError) -> Response[dict[str, Any]]:
     return _error(HTTPStatus.BAD_REQUEST, str(error))
 
 
-class CallerUnknownError(Exception):
-    """A write whose caller the request context does not name: IAM authorization was bypassed."""
-
-
 def _caller() -> str:
     """The principal API Gateway's IAM authorization proved (the local API verifies SigV4 the
     same way and fills in the same field). Nothing the caller sends in a header or body counts."""
@@ -132,11 +115,6 @@ def _caller() -> str:
     if not principal:
         raise CallerUnknownError("the request carries no caller identity; sign it with SigV4 (IAM authorization)")
     return principal
-
-
-@app.exception_handler([ReviewForbiddenError, CallerUnknownError])
-def _forbidden(error: Exception) -> Response[dict[str, Any]]:
-    return _error(HTTPStatus.FORBIDDEN, str(error))
 
 
 def _create_once(command: dict[str, Any]) -> dict[str, Any]:

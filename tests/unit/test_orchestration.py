@@ -11,11 +11,12 @@ import pytest
 from agentledger.errors import (
     EffectUnconfirmedError,
     ReviewRejectedError,
+    RunConflictError,
     StaleContextError,
     SupersededExecutionError,
 )
 from agentledger.models import Handoff, RunStatus, Stage, StageStatus
-from agentledger.service import CreateRunRequest, ReviewRequest, RunConflictError
+from agentledger.service import CreateRunRequest, ReviewRequest
 from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE
 from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import EDITED_FILE, edit_sample_repository

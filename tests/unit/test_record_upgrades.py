@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentledger.errors import RecordSchemaError, ReviewRejectedError
+from agentledger.errors import RecordSchemaError, ReviewRejectedError, RunConflictError
 from agentledger.models import Handoff, RunStatus, Stage, StageStatus
 from agentledger.records import (
     KIND_BY_PREFIX,
@@ -20,7 +20,7 @@ from agentledger.records import (
     UNVERSIONED,
     UPGRADES,
 )
-from agentledger.service import ReviewRequest, RunConflictError
+from agentledger.service import ReviewRequest
 from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.fixtures.ledgers import HERE, LedgerFixture, read_fixture, recorded
 

@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agentledger.errors import ReviewForbiddenError, ReviewRejectedError
+from agentledger.errors import RepositoryRejectedError, ReviewForbiddenError, ReviewRejectedError, RunConflictError
 from agentledger.models import RunStatus, Stage
 from agentledger.service import (
     CreateRunRequest,
-    RepositoryRejectedError,
     ReviewRequest,
-    RunConflictError,
     UploadRequest,
 )
 from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, UP_TO_REVIEW, World, build_world
