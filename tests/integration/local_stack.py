@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
     from tests.stack_driver import Driver
 
+# The worker's local stack, once a test has started it.
+_started: list[LocalRuntime] = []
+
 
 @pytest.fixture
 def sample_repo(tmp_path: Path) -> Path:
@@ -39,8 +42,23 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
                          repository_roots=(Path(tempfile.gettempdir()),),
                          context={"agent": counting_agent.SPEC, "generationRuns": "2"}).start()
+    _started.append(local)
     yield local
+    _started.remove(local)
     local.stop()
+
+
+@pytest.fixture(autouse=True)
+def _stack_settings_kept() -> Iterator[None]:
+    """A test that leaves moto's settings other than the stack's (a moto mock of its own, nested
+    in the stack's, does) stops every later run of the worker: Step Functions no longer runs the
+    state machine. That test fails here, by name, instead of the runs after it."""
+    yield
+    if _started:
+        from moto.core.config import default_user_config  # noqa: PLC0415 — only once the stack loaded moto
+
+        assert default_user_config["stepfunctions"]["execute_state_machine"], \
+            "this test turned off moto's Step Functions execution for the worker's local stack"
 
 
 @pytest.fixture
