@@ -14,10 +14,18 @@ KINDS = ("unit", "integration", "infra", "reliability", "e2e")
 pytest_plugins = ("tests.integration.local_stack",)
 
 
+# The longest modules (minutes each, most of it one or two tests), started first so that no worker
+# is left running one of them alone at the end while the other has finished.
+LONGEST_FIRST = ("e2e/test_installed_wheel.py", "integration/test_build_sandbox.py", "e2e/test_console.py",
+                 "e2e/test_bidi.py", "e2e/test_concurrent_runs.py", "e2e/test_generation.py")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(TESTS_DIR) and (kind := item.path.relative_to(TESTS_DIR).parts[0]) in KINDS:
             item.add_marker(kind)
+    longest = {TESTS_DIR / name: rank for rank, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: longest.get(item.path, len(longest)))  # stable: the rest keep their order
 
 
 @pytest.fixture
