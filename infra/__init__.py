@@ -24,6 +24,15 @@ SAMPLE_REPOSITORY = PROJECT_FILES / "samples" / "textkit"  # the demo's; tests/s
 CONSOLE_STATIC_DIR = PACKAGE_DIR / "local" / "console_static"  # the console's page, script and style sheet
 # The Lambda code asset: these packages, from wherever Python imports them (functions/ in a checkout).
 LAMBDA_PACKAGES = ("agentledger", "handlers")
+# Context keys an earlier release read under another name. Given, they are refused with the name
+# they have now: a deployment's setting is never dropped without a word.
+FORMER_CONTEXT_KEYS = {"planner": "writer"}
+
+
+def former_context_key_problem(key: str) -> str | None:
+    """What to say of a context key that is now named otherwise; None for any other key."""
+    current = FORMER_CONTEXT_KEYS.get(key)
+    return f"context key {key!r} is now {current!r} (-c {current}=...)" if current else None
 
 
 def lambda_code_root() -> Path:

@@ -13,7 +13,7 @@ from agentledger.config import ARTIFACT_LINK_SECONDS, check_git_branch, check_gi
 from agentledger.generation import MAX_GENERATION_RUNS
 from agentledger.source import ArchiveLimits
 from agentledger.testrun.config import DEFAULT_IMAGE, IMAGE_NAME, Compute
-from infra import CDK_JSON_FILE, PROJECT_ROOT
+from infra import CDK_JSON_FILE, FORMER_CONTEXT_KEYS, PROJECT_ROOT, former_context_key_problem
 from infra.constructs.functions import Concurrency, PlannerConfig
 from infra.stack import AgentLedgerStack
 
@@ -42,9 +42,9 @@ DEFAULT_BUILD_COMPUTES = "BUILD_GENERAL1_SMALL,BUILD_GENERAL1_MEDIUM,BUILD_GENER
 DEFAULT_BUILD_IMAGES = DEFAULT_IMAGE
 # The archive* keys' defaults are ArchiveLimits' (agentledger.source); the *Concurrency keys' are Concurrency's.
 DEFAULT_ARTIFACT_LINK_SECONDS = 600  # how long the artifact links of a run's view stay valid, 300 to 900
-PLANNERS = ("pynguin", "doctest", "bedrock")
+WRITERS = ("pynguin", "doctest", "bedrock")
 # The planner's defaults are PlannerConfig's: Pynguin, no model called.
-DEFAULT_PLANNER = PlannerConfig.planner
+DEFAULT_WRITER = PlannerConfig.writer
 DEFAULT_GENERATION_MODULE_SECONDS = PlannerConfig.generation_module_seconds
 DEFAULT_GENERATION_RUN_SECONDS = PlannerConfig.generation_run_seconds
 DEFAULT_GENERATION_ITERATIONS = PlannerConfig.generation_iterations
@@ -179,6 +179,9 @@ def build_app(
         context={**CDK_JSON.get("context", {}), **(context or {})},
         outdir=str(outdir or os.environ.get("CDK_OUTDIR") or PROJECT_ROOT / CDK_JSON["output"]),
     )
+    for former in FORMER_CONTEXT_KEYS:
+        if app.node.try_get_context(former) is not None:
+            raise ValueError(former_context_key_problem(former))
     stack = AgentLedgerStack(
         app,
         STACK_ID,
@@ -229,7 +232,7 @@ def build_app(
             "workspaceRetentionHours", _context(app, "workspaceRetentionHours", DEFAULT_WORKSPACE_RETENTION_HOURS)
         ),
         planner=PlannerConfig(
-            planner=_choice("planner", _context(app, "planner", DEFAULT_PLANNER), PLANNERS),
+            writer=_choice("writer", _context(app, "writer", DEFAULT_WRITER), WRITERS),
             generation_module_seconds=_positive_int(
                 "generationModuleSeconds", _context(app, "generationModuleSeconds", DEFAULT_GENERATION_MODULE_SECONDS)),
             generation_run_seconds=_positive_int(

@@ -126,12 +126,16 @@ def handler_settings() -> dict[str, Settings]:
     return dict(sorted(HANDLER_SETTINGS.items()))
 
 
+def snake_case(key: str) -> str:
+    """A context key's words joined by underscores (generationRunSeconds: generation_run_seconds)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
 def variable_of(key: str, variables: Iterable[str]) -> str | None:
-    """The variable a context key reaches the functions as: the key in capitals, its words joined by
-    underscores, with or without the AGENTLEDGER_ prefix (generationRunSeconds:
-    AGENTLEDGER_GENERATION_RUN_SECONDS; githubApiUrl: GITHUB_API_URL)."""
-    named = re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
-    return next((name for name in (VARIABLE_PREFIX + named, named) if name in variables), None)
+    """The variable a context key reaches the functions as, by the one rule every setting follows:
+    AGENTLEDGER_ and the key's words in capitals (generationRunSeconds: AGENTLEDGER_GENERATION_RUN_SECONDS)."""
+    named = VARIABLE_PREFIX + snake_case(key).upper()
+    return named if named in variables else None
 
 
 def _words() -> dict[str, Any]:
@@ -154,17 +158,32 @@ def _described(table: str, words: dict[str, Any], in_code: Iterable[str]) -> dic
     return described
 
 
+CONTEXT_WORDS = frozenset({"sets", "instead", "bounds"})
+
+
+def same_setting_in_repositories(key: str) -> str | None:
+    """The repository key that is this context key's setting, chosen by a repository within the
+    deployment's: the key in snake_case, by the rule every setting follows."""
+    named = snake_case(key)
+    return named if named in repository_config._VALIDATORS else None
+
+
 def _context_row(key: str, default: Any, words: dict[str, Any], variable: str | None) -> list[str]:
-    instead, repository_key = words.get("instead"), words.get("repository_key")
+    instead, bounds = words.get("instead"), words.get("bounds")
+    if set(words) - CONTEXT_WORDS:
+        raise ReferenceMismatch(f"context key {key}: settings.toml says {sorted(set(words) - CONTEXT_WORDS)}, "
+                                f"which names nothing; it may say {sorted(CONTEXT_WORDS)}")
     if variable is None and instead is None:
         raise ReferenceMismatch(f"context key {key}: no function reads a variable named after it; "
                                 "say in settings.toml what the stack sets instead (`instead`)")
     if variable is not None and instead is not None:
         raise ReferenceMismatch(f"context key {key}: the functions read {variable}, yet settings.toml says `instead`")
-    if repository_key is not None and repository_key not in repository_config._VALIDATORS:
-        raise ReferenceMismatch(f"context key {key}: a repository has no key {repository_key!r}")
-    return [_code(key), _code(variable) if variable else f"none ({instead})",
-            _code(repository_key) if repository_key else "", _default(default), _cell(words["sets"])]
+    if bounds is not None and bounds not in repository_config._VALIDATORS:
+        raise ReferenceMismatch(f"context key {key}: a repository has no key {bounds!r}")
+    same = same_setting_in_repositories(key)
+    repository = _code(same) if same else f"bounds {_code(bounds)}" if bounds else ""
+    return [_code(key), _code(variable) if variable else f"none ({instead})", repository, _default(default),
+            _cell(words["sets"])]
 
 
 def _context_section(words: dict[str, Any], variables: dict[str, Variable]) -> list[str]:
@@ -177,16 +196,19 @@ def _context_section(words: dict[str, Any], variables: dict[str, Variable]) -> l
         "CDK context keys, set the same way for a deployment and for the local stack: "
         "`cdk deploy -c KEY=VALUE` or `agentledger serve -c KEY=VALUE`. Both synthesize the same app, whose "
         "defaults are in `cdk.json`, and `serve` refuses a key the stack does not read. The stack hands each value "
-        "to the functions that read it, as the environment variable named after the key. Where a repository "
-        "may ask for its own value, its key is named: the repository chooses only within what the deployment "
-        "allows.", "",
+        "to the functions that read it. One rule names a setting everywhere: its environment variable is "
+        "`AGENTLEDGER_` and the key's words in capitals, and where a repository may choose the setting for itself, "
+        "within what the deployment allows, its repository key is the key's words in snake_case "
+        "(`generationRunSeconds`, `AGENTLEDGER_GENERATION_RUN_SECONDS`, `generation_run_seconds`). A key that "
+        "*bounds* a repository key caps it or lists its choices: two settings, each with its own name.", "",
         *_table(["context key", "environment variable", "repository key", "default", "what it sets"], rows),
     ]
 
 
 def _repository_section(words: dict[str, Any]) -> list[str]:
     described = _described("repository", words, repository_config._VALIDATORS)
-    within = {entry["repository_key"]: key for key, entry in words["context"].items() if "repository_key" in entry}
+    within = {**{entry["bounds"]: key for key, entry in words["context"].items() if "bounds" in entry},
+              **{same: key for key in words["context"] if (same := same_setting_in_repositories(key))}}
     constants = vars(repository_config)  # the words may name one: {DEFAULT_TIMEOUT_S}
     rows = [[_code(key), _cell(described[key]["meaning"].format_map(constants)),
              _cell(described[key]["default"].format_map(constants)), _code(within[key]) if key in within else ""]

@@ -105,7 +105,7 @@ class WorkflowSettings(FunctionSettings):
     # "package.module:factory" of a custom agent; empty is the reference agent.
     agent_spec: str = Field(validation_alias="AGENTLEDGER_AGENT")
     # Which writer the reference agent plans for: "pynguin", "doctest" or "bedrock" (a model).
-    planner: str = Field(validation_alias="AGENTLEDGER_PLANNER", min_length=1)
+    writer: str = Field(validation_alias="AGENTLEDGER_WRITER", min_length=1)
     # The caps on test generation a repository can only lower (the generation* context keys).
     generation_module_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_MODULE_SECONDS", gt=0)
     generation_run_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_RUN_SECONDS", gt=0)
@@ -210,13 +210,15 @@ class EffectSettings(NotificationSettings):
     """A function that delivers every external write: notifications, tickets, pull requests (so
     it alone is told about GitHub and may read its token)."""
 
-    github_api_url: Annotated[str, AfterValidator(check_github_api_url)] = Field(validation_alias="GITHUB_API_URL")
+    github_api_url: Annotated[str, AfterValidator(check_github_api_url)] = Field(
+        validation_alias="AGENTLEDGER_GITHUB_API_URL")
     # OWNER/NAME; empty turns tickets and pull requests off.
     github_repository: Annotated[str, AfterValidator(check_github_repository)] = Field(
-        validation_alias="GITHUB_REPOSITORY")
+        validation_alias="AGENTLEDGER_GITHUB_REPOSITORY")
     # The branch pull requests are opened against; their commit builds on its head.
-    github_base_branch: Annotated[str, AfterValidator(check_git_branch)] = Field(validation_alias="GITHUB_BASE_BRANCH")
-    github_token_secret_arn: str = Field(validation_alias="GITHUB_TOKEN_SECRET_ARN", min_length=1)
+    github_base_branch: Annotated[str, AfterValidator(check_git_branch)] = Field(
+        validation_alias="AGENTLEDGER_GITHUB_BASE_BRANCH")
+    github_token_secret_arn: str = Field(validation_alias="AGENTLEDGER_GITHUB_TOKEN_SECRET_ARN", min_length=1)
 
 
 class ReviewRequestSettings(WorkflowSettings, NotificationSettings):

@@ -143,9 +143,9 @@ def _agent(settings: WorkflowSettings) -> Agent:
     if settings.agent_spec:
         return load_agent(settings.agent_spec)
     limits = settings.generation_limits
-    if settings.planner == "doctest":
+    if settings.writer == "doctest":
         return ReferenceAgent(planner=DocstringExamplePlanner(limits), limits=limits)
-    if settings.planner != "bedrock":
+    if settings.writer != "bedrock":
         return ReferenceAgent(limits=limits)
     client = boto3.Session(profile_name=settings.bedrock_profile).client("bedrock-runtime")
     planner = BedrockPlanner(client, BedrockSettings(

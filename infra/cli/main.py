@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
 from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS, REVIEW_KEEPER_INTERVAL_MINUTES
 from agentledger.states import RunStatus
-from infra import CDK_JSON_FILE
+from infra import CDK_JSON_FILE, former_context_key_problem
 from infra.local.profiles import api_port, instance_profiles_dir
 from infra.local.throttles import THROTTLE_HEADER, THROTTLES
 
@@ -104,8 +104,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from infra.local.server import LocalApiServer  # noqa: PLC0415
 
     profile = os.environ.get(BEDROCK_PROFILE_VARIABLE)
-    if _context(args.context).get("planner") == "bedrock" and not profile:
-        raise CliError(f"-c planner=bedrock calls the real Bedrock service: set {BEDROCK_PROFILE_VARIABLE} to an AWS "
+    if _context(args.context).get("writer") == "bedrock" and not profile:
+        raise CliError(f"-c writer=bedrock calls the real Bedrock service: set {BEDROCK_PROFILE_VARIABLE} to an AWS "
                        "profile with access to the model (without it, the default planner keeps everything offline)")
     _check_build_sandbox(args.unsafe_local_builds)
     _check_build_cache()
@@ -180,6 +180,8 @@ def _context(given: list[str] | None) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise CliError(f"-c {pair}: expected key=value, as `cdk deploy -c` takes it")
+        if (renamed := former_context_key_problem(key)) is not None:
+            raise CliError(f"-c {pair}: {renamed}")
         if key not in known:
             raise CliError(f"-c {pair}: unknown context key {key!r}; the stack reads {', '.join(known)}")
         context[key] = value

@@ -103,9 +103,9 @@ class Concurrency:
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    """The reference agent's writer, as the planner, generation* and bedrock* context keys choose it."""
+    """The reference agent's writer, as the writer, generation* and bedrock* context keys choose it."""
 
-    planner: str = "pynguin"
+    writer: str = "pynguin"
     # The caps on test generation that a repository can only lower: Pynguin's search per module and
     # per run, and its iteration bound (the same inputs give the same tests while it holds).
     generation_module_seconds: int = 60
@@ -120,7 +120,7 @@ class PlannerConfig:
     max_reasks: int = 2  # how often an answer that is not a valid plan goes back to the model with its errors
 
     def environment(self) -> dict[str, str]:
-        return {"AGENTLEDGER_PLANNER": self.planner,
+        return {"AGENTLEDGER_WRITER": self.writer,
                 "AGENTLEDGER_GENERATION_MODULE_SECONDS": str(self.generation_module_seconds),
                 "AGENTLEDGER_GENERATION_RUN_SECONDS": str(self.generation_run_seconds),
                 "AGENTLEDGER_GENERATION_ITERATIONS": str(self.generation_iterations),
@@ -292,10 +292,10 @@ class Functions(Construct):
         self._review_environment = {"AGENTLEDGER_ALLOW_SELF_APPROVAL": "true" if allow_self_approval else "false"}
         self._notification_environment = {"NOTIFICATION_TOPIC_ARN": notifications.topic.topic_arn}
         self._github_environment = {
-            "GITHUB_API_URL": notifications.github_api_url,
-            "GITHUB_REPOSITORY": notifications.github_repository,
-            "GITHUB_BASE_BRANCH": notifications.github_base_branch,
-            "GITHUB_TOKEN_SECRET_ARN": notifications.github_token_secret.secret_arn,
+            "AGENTLEDGER_GITHUB_API_URL": notifications.github_api_url,
+            "AGENTLEDGER_GITHUB_REPOSITORY": notifications.github_repository,
+            "AGENTLEDGER_GITHUB_BASE_BRANCH": notifications.github_base_branch,
+            "AGENTLEDGER_GITHUB_TOKEN_SECRET_ARN": notifications.github_token_secret.secret_arn,
         }
         self.by_name: dict[str, lambda_.Function] = {
             spec.name: self._build(spec) for spec in FUNCTION_SPECS
@@ -394,7 +394,7 @@ class Functions(Construct):
         if spec.signs_cursors:
             role.add_to_principal_policy(iam.PolicyStatement(
                 actions=["secretsmanager:GetSecretValue"], resources=[self._storage.cursor_signing_key.secret_arn]))
-        if spec.plans and self._planner.planner == "bedrock":
+        if spec.plans and self._planner.writer == "bedrock":
             # The Converse API is authorized as bedrock:InvokeModel, here on the configured model only.
             role.add_to_principal_policy(iam.PolicyStatement(
                 actions=["bedrock:InvokeModel"],

@@ -184,9 +184,10 @@ class LocalRuntime:
         variables = {**self._extra_environment, **stack_variables}
         if self.s3_endpoint and "ARTIFACT_BUCKET_NAME" in variables:
             variables["ARTIFACT_LINK_ENDPOINT"] = self.s3_endpoint.url
-        if "GITHUB_API_URL" in variables:
-            variables["GITHUB_API_URL"] = self.github.url
-            variables["GITHUB_REPOSITORY"] = variables.get("GITHUB_REPOSITORY") or LOCAL_GITHUB_REPOSITORY
+        if "AGENTLEDGER_GITHUB_API_URL" in variables:
+            variables["AGENTLEDGER_GITHUB_API_URL"] = self.github.url
+            variables["AGENTLEDGER_GITHUB_REPOSITORY"] = (variables.get("AGENTLEDGER_GITHUB_REPOSITORY")
+                                                          or LOCAL_GITHUB_REPOSITORY)
         return variables
 
     def _connect_receivers(self) -> None:

@@ -53,7 +53,7 @@ HANDLER_IMPORT_TARGET_S = 0.25  # paid on every Lambda cold start
 CONSOLE_RUN_PAGE_TARGET_S = 1.0  # the run page of the largest repository's run, in the browser
 RUN_TIMEOUT_S = 600
 TEST_BUILD_LIMIT = 5  # CodeBuild's quota, scaled down so that (e)'s runs queue for it
-BENCH_CONTEXT = {"planner": "doctest", "testBuildConcurrency": TEST_BUILD_LIMIT}
+BENCH_CONTEXT = {"writer": "doctest", "testBuildConcurrency": TEST_BUILD_LIMIT}
 
 
 @dataclass(frozen=True)

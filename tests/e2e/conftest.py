@@ -44,7 +44,7 @@ REQUESTER, REVIEWER, OPERATOR = "agentledger-requester", "agentledger-reviewer",
 # the docstring-example writer, since every e2e run but test_generation.py's would otherwise spend
 # Pynguin's search budget (those repositories choose Pynguin themselves); and a candidate passes
 # two runs in a row, not five, since what the e2e tests show does not hang on the count.
-E2E_CONTEXT = ("-c", "planner=doctest", "-c", "generationRuns=2")
+E2E_CONTEXT = ("-c", "writer=doctest", "-c", "generationRuns=2")
 
 CALCULATOR = '''\
 """A calculator."""

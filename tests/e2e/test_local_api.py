@@ -596,6 +596,11 @@ def test_serve_refuses_a_context_key_the_stack_does_not_read() -> None:
     assert_one_line_error(result, "unknown context key 'allowSelfApprovals'", "allowSelfApproval")
 
 
+def test_serve_refuses_a_context_key_an_earlier_release_read_with_the_name_it_has_now() -> None:
+    result = run_cli("serve", "--port", str(free_port()), "-c", "planner=doctest")
+    assert_one_line_error(result, "context key 'planner' is now 'writer'", "-c writer=")
+
+
 def test_a_live_line_shows_the_running_stage_and_its_time_on_a_terminal(api_url: str, repository: Path) -> None:
     import os  # noqa: PLC0415
     import pty  # noqa: PLC0415

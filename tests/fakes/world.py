@@ -51,7 +51,7 @@ def memory_settings(workspace_root: Path, max_replans: int = 3, review_empty_pla
         archive_max_members=20_000, archive_max_bytes=1 << 30, archive_max_ratio=100,
         test_timeout_limit_s=3600, build_images=("aws/codebuild/standard:7.0",),
         build_computes=("BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE"),
-        agent_spec="", planner="pynguin", generation_module_seconds=60,
+        agent_spec="", writer="pynguin", generation_module_seconds=60,
         generation_run_seconds=600, generation_iterations=1000, generation_runs=5, bedrock_model_id="",
         bedrock_max_tokens=4096, bedrock_temperature=0.0, bedrock_max_reasks=2, bedrock_prices=(0.0, 0.0),
         notification_topic_arn="arn:memory:topic", github_api_url="https://github.invalid",

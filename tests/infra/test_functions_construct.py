@@ -36,7 +36,8 @@ NOTIFIERS = {"EffectFunction", "RequestReviewFunction"}  # RequestReview notifie
 GITHUB_WRITERS = {"EffectFunction"}  # tickets and pull requests: the only role that reads the token
 BUILD_STARTERS = {"ExecuteFunction", "VerifyFunction"}
 WORKFLOW_RUNNERS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "EffectFunction"} - BUILD_WAITERS
-GITHUB_ENVIRONMENT = {"GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_BASE_BRANCH", "GITHUB_TOKEN_SECRET_ARN"}
+GITHUB_ENVIRONMENT = {"AGENTLEDGER_GITHUB_API_URL", "AGENTLEDGER_GITHUB_REPOSITORY", "AGENTLEDGER_GITHUB_BASE_BRANCH",
+                      "AGENTLEDGER_GITHUB_TOKEN_SECRET_ARN"}
 STATE_MACHINE_TASKS = set(CONTRACT_FUNCTIONS) - {"ApiFunction", "ReviewKeeperFunction", "BuildEndedFunction"}
 STATES_ACTIONS = {
     "states:StartExecution",
@@ -115,7 +116,7 @@ def test_function_environment(resources, logical_id, name: str) -> None:
         assert variables["AGENTLEDGER_BEDROCK_MAX_REASKS"] == "2"
         assert float(variables["AGENTLEDGER_WORKSPACE_RETENTION_HOURS"]) == 24
     else:
-        assert "AGENTLEDGER_AGENT" not in variables and "AGENTLEDGER_PLANNER" not in variables
+        assert "AGENTLEDGER_AGENT" not in variables and "AGENTLEDGER_WRITER" not in variables
     if name in WORKFLOW_DRIVERS:
         assert variables["STATE_MACHINE_ARN"] == {
             "Ref": logical_id("AWS::StepFunctions::StateMachine", "RunStateMachine")
@@ -286,13 +287,13 @@ def test_dependencies_layer_targets_the_function_runtime(template: Template) -> 
 def test_effect_function_environment(resources, logical_id) -> None:
     variables = resources("AWS::Lambda::Function")["EffectFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["NOTIFICATION_TOPIC_ARN"] == {"Ref": logical_id("AWS::SNS::Topic", "NotificationTopic")}
-    assert variables["GITHUB_TOKEN_SECRET_ARN"] == {
+    assert variables["AGENTLEDGER_GITHUB_TOKEN_SECRET_ARN"] == {
         "Ref": logical_id("AWS::SecretsManager::Secret", "GitHubTokenSecret")
     }
     # cdk.json's defaults: GitHub's public API, and no repository (tickets off).
-    assert variables["GITHUB_API_URL"] == "https://api.github.com"
-    assert variables["GITHUB_REPOSITORY"] == ""
-    assert variables["GITHUB_BASE_BRANCH"] == "main"
+    assert variables["AGENTLEDGER_GITHUB_API_URL"] == "https://api.github.com"
+    assert variables["AGENTLEDGER_GITHUB_REPOSITORY"] == ""
+    assert variables["AGENTLEDGER_GITHUB_BASE_BRANCH"] == "main"
 
 
 def _statements_with(function_statements, name: str, action: str) -> list[dict]:

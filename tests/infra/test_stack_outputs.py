@@ -42,7 +42,7 @@ CUSTOM_CONTEXT = {
     "githubBaseBranch": "trunk",
     "reviewEmptyPlans": "true",
     "agent": "",
-    "planner": "bedrock",
+    "writer": "bedrock",
     "generationModuleSeconds": "30",
     "generationRunSeconds": "300",
     "generationIterations": "500",
@@ -76,7 +76,7 @@ DEFAULTS = {
     "githubBaseBranch": infra_app.DEFAULT_GITHUB_BASE_BRANCH,
     "reviewEmptyPlans": infra_app.DEFAULT_REVIEW_EMPTY_PLANS,
     "agent": infra_app.DEFAULT_AGENT,
-    "planner": infra_app.DEFAULT_PLANNER,
+    "writer": infra_app.DEFAULT_WRITER,
     "generationModuleSeconds": infra_app.DEFAULT_GENERATION_MODULE_SECONDS,
     "generationRunSeconds": infra_app.DEFAULT_GENERATION_RUN_SECONDS,
     "generationIterations": infra_app.DEFAULT_GENERATION_ITERATIONS,
@@ -158,8 +158,8 @@ def test_environment_name_comes_from_context(custom_template: Template) -> None:
 def test_github_settings_come_from_context(custom_template: Template) -> None:
     functions = custom_template.find_resources("AWS::Lambda::Function")
     variables = functions["EffectFunction"]["Properties"]["Environment"]["Variables"]
-    assert variables["GITHUB_API_URL"] == "https://github.example.com/api/v3"
-    assert variables["GITHUB_REPOSITORY"] == "octo-org/service"
+    assert variables["AGENTLEDGER_GITHUB_API_URL"] == "https://github.example.com/api/v3"
+    assert variables["AGENTLEDGER_GITHUB_REPOSITORY"] == "octo-org/service"
 
 
 def test_review_alarm_threshold_comes_from_context(custom_template: Template) -> None:
@@ -175,14 +175,15 @@ def test_cdk_json_documents_the_context_defaults() -> None:
     assert set(CUSTOM_CONTEXT) == set(DEFAULTS)
 
 
-def test_the_planner_and_its_model_come_from_context(custom_template: Template) -> None:
+def test_the_writer_and_its_model_come_from_context(custom_template: Template) -> None:
     functions = custom_template.find_resources("AWS::Lambda::Function")
     variables = functions["PlanFunction"]["Properties"]["Environment"]["Variables"]
-    assert (variables["AGENTLEDGER_PLANNER"], variables["AGENTLEDGER_BEDROCK_MODEL_ID"],
+    assert (variables["AGENTLEDGER_WRITER"], variables["AGENTLEDGER_BEDROCK_MODEL_ID"],
             variables["AGENTLEDGER_BEDROCK_MAX_TOKENS"], variables["AGENTLEDGER_BEDROCK_TEMPERATURE"],
             variables["AGENTLEDGER_BEDROCK_PRICES"], variables["AGENTLEDGER_BEDROCK_MAX_REASKS"]) == (
         "bedrock", "amazon.nova-micro-v1:0", "2048", "0.2", "0.000035,0.00014", "1")
-    assert functions["EffectFunction"]["Properties"]["Environment"]["Variables"]["GITHUB_BASE_BRANCH"] == "trunk"
+    effect_variables = functions["EffectFunction"]["Properties"]["Environment"]["Variables"]
+    assert effect_variables["AGENTLEDGER_GITHUB_BASE_BRANCH"] == "trunk"
     assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
     assert (variables["AGENTLEDGER_GENERATION_MODULE_SECONDS"], variables["AGENTLEDGER_GENERATION_RUN_SECONDS"],
             variables["AGENTLEDGER_GENERATION_ITERATIONS"], variables["AGENTLEDGER_GENERATION_RUNS"]) == \
@@ -212,7 +213,7 @@ def test_only_the_plan_function_may_invoke_and_only_the_configured_model(custom_
     assert "foundation-model/amazon.nova-micro-v1:0" in resource and "*" not in resource
 
 
-def test_the_default_planner_needs_no_model_access(template: Template) -> None:
+def test_the_default_writer_needs_no_model_access(template: Template) -> None:
     assert _bedrock_statements(template) == {}
 
 
@@ -222,12 +223,17 @@ def test_the_bedrock_stack_passes_cdk_nag(tmp_path_factory: pytest.TempPathFacto
     assert report.success, [v.rule_name for v in report.violations]
 
 
-@pytest.mark.parametrize(("key", "value"), [("planner", "gpt"), ("bedrockPrices", "cheap"), ("bedrockMaxTokens", "0"),
+@pytest.mark.parametrize(("key", "value"), [("writer", "gpt"), ("bedrockPrices", "cheap"), ("bedrockMaxTokens", "0"),
                                           ("bedrockTemperature", "hot"), ("bedrockTemperature", "1.5"),
                                           ("bedrockMaxReasks", "-1")])
-def test_a_bad_planner_setting_is_refused_naming_its_key(tmp_path, key: str, value: str) -> None:
+def test_a_bad_writer_setting_is_refused_naming_its_key(tmp_path, key: str, value: str) -> None:
     with pytest.raises(ValueError, match=key):
         build_app(context={key: value}, outdir=tmp_path)
+
+
+def test_a_context_key_an_earlier_release_read_is_refused_with_its_name_now(tmp_path) -> None:
+    with pytest.raises(ValueError, match="context key 'planner' is now 'writer'"):
+        build_app(context={"planner": "bedrock"}, outdir=tmp_path)
 
 
 def test_the_replan_and_workspace_bounds_come_from_context(custom_template: Template) -> None:

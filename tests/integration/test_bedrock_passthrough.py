@@ -1,5 +1,5 @@
 """Locally, Bedrock calls pass through moto to the real service only when a profile is named to sign
-them; everything else stays on moto, and `serve -c planner=bedrock` without one refuses to start."""
+them; everything else stays on moto, and `serve -c writer=bedrock` without one refuses to start."""
 from __future__ import annotations
 
 import re
@@ -28,5 +28,5 @@ def test_without_a_profile_nothing_passes_through() -> None:
 
 def test_serve_with_the_bedrock_planner_and_no_profile_refuses_to_start(monkeypatch, capsys) -> None:
     monkeypatch.delenv("AGENTLEDGER_BEDROCK_PROFILE", raising=False)
-    assert main(["serve", "-c", "planner=bedrock"]) == 1
+    assert main(["serve", "-c", "writer=bedrock"]) == 1
     assert "set AGENTLEDGER_BEDROCK_PROFILE" in capsys.readouterr().err

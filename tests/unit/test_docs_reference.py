@@ -41,8 +41,17 @@ def test_the_settings_page_names_every_context_key_variable_and_repository_key()
 
 def test_one_row_names_a_setting_three_ways_with_its_default() -> None:
     row = _row(reference.settings_page(), "generationRunSeconds")
-    assert "`AGENTLEDGER_GENERATION_RUN_SECONDS`" in row and "`generation_seconds`" in row
+    assert "`AGENTLEDGER_GENERATION_RUN_SECONDS`" in row and "`generation_run_seconds`" in row
     assert f"`{_context_defaults()['generationRunSeconds']}`" in row
+
+
+def test_words_that_name_a_setting_otherwise_than_the_rule_stop_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    words = reference._words()
+    words["context"]["generationRunSeconds"]["repository_key"] = "generation_seconds"
+    monkeypatch.setattr(reference, "_words", lambda: words)
+    with pytest.raises(reference.ReferenceMismatch,
+                       match="generationRunSeconds: settings.toml says \\['repository_key'\\]"):
+        reference.settings_page()
 
 
 def test_a_context_key_without_words_stops_the_build(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,7 +62,7 @@ def test_operator_settings_have_no_default_in_the_functions() -> None:
     """Their defaults are the CDK app's: a model that had its own would be a second copy."""
     required = {name for name, is_required in WorkflowSettings.variables().items() if is_required}
     assert {"AGENTLEDGER_MAX_REPLANS", "AGENTLEDGER_BEDROCK_MAX_REASKS", "AGENTLEDGER_WORKSPACE_RETENTION_HOURS",
-            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "AGENTLEDGER_PLANNER", "AGENTLEDGER_BUILD_COMPUTES",
+            "AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS", "AGENTLEDGER_WRITER", "AGENTLEDGER_BUILD_COMPUTES",
             "AGENTLEDGER_BUILD_IMAGES"} <= required
     assert ApiSettings.variables()["AGENTLEDGER_ALLOW_SELF_APPROVAL"]
 
@@ -72,7 +72,7 @@ def test_prices_and_retention_parse_as_the_stack_writes_them(environ: dict[str, 
                    AGENTLEDGER_TEST_TIMEOUT_LIMIT_SECONDS="3600", AGENTLEDGER_AGENT="",
                    AGENTLEDGER_BUILD_COMPUTES="BUILD_GENERAL1_SMALL, BUILD_GENERAL1_LARGE",
                    AGENTLEDGER_BUILD_IMAGES="aws/codebuild/standard:7.0",
-                   AGENTLEDGER_PLANNER="bedrock", AGENTLEDGER_BEDROCK_MODEL_ID="m", AGENTLEDGER_BEDROCK_MAX_TOKENS="10",
+                   AGENTLEDGER_WRITER="bedrock", AGENTLEDGER_BEDROCK_MODEL_ID="m", AGENTLEDGER_BEDROCK_MAX_TOKENS="10",
                    AGENTLEDGER_BEDROCK_TEMPERATURE="0.0", AGENTLEDGER_BEDROCK_MAX_REASKS="2",
                    AGENTLEDGER_BEDROCK_PRICES="0.0008,0.004", AGENTLEDGER_GENERATION_MODULE_SECONDS="30",
                    AGENTLEDGER_GENERATION_RUN_SECONDS="300", AGENTLEDGER_GENERATION_ITERATIONS="500",

@@ -163,7 +163,7 @@ def generation_settings(config: TestRunConfig, brief: PlanBrief, limits: Generat
     return GenerationSettings(
         seed=run_seed(brief.run_id),
         module_seconds=min(config.generation_module_seconds or limits.module_seconds, limits.module_seconds),
-        run_seconds=min(config.generation_seconds or limits.run_seconds, limits.run_seconds),
+        run_seconds=min(config.generation_run_seconds or limits.run_seconds, limits.run_seconds),
         iterations=limits.iterations,
         random_order=config.random_order,
         runs=limits.runs,

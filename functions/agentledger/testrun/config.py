@@ -66,7 +66,7 @@ class TestRunConfig(BaseModel):
     # in its own order when candidates are checked with it.
     writer: RepositoryWriter | None = None
     generation_module_seconds: int | None = None
-    generation_seconds: int | None = None
+    generation_run_seconds: int | None = None
     random_order: bool = True
 
 
@@ -180,7 +180,7 @@ def _pyproject_table(pyproject: dict[str, Any]) -> dict[str, Any] | None:
 
 def _validated(label: str, table: dict[str, Any]) -> _Explicit:
     values = {}
-    for key, value in table.items():
+    for key, value in ((FORMER_NAMES.get(name, name), value) for name, value in table.items()):
         if key not in _VALIDATORS:
             raise ConfigError(f"{label}: unknown key {_shown(key)}; "
                               f"accepted keys: {', '.join(sorted(_VALIDATORS))}")
@@ -331,10 +331,13 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "compute": ("compute", _compute),
     "writer": ("writer", _writer),
     "generation_module_seconds": ("generation_module_seconds", _seconds("generation_module_seconds")),
-    "generation_seconds": ("generation_seconds", _seconds("generation_seconds")),
+    "generation_run_seconds": ("generation_run_seconds", _seconds("generation_run_seconds")),
     "random_order": ("random_order", _boolean("random_order")),
     "install_project": ("install_project", _boolean("install_project")),
 }
+# A key an earlier release read under another name, read as the one it is now: a repository's
+# configuration written for that release keeps working.
+FORMER_NAMES = {"generation_seconds": "generation_run_seconds"}
 
 
 # --- detection and defaults -------------------------------------------------------------------
@@ -366,7 +369,7 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
               "compute": DEFAULT_COMPUTE, "virtualenv": False, "install_project": False, "junit": [], "jacoco": [],
               "install": [],
               "cache_key_files": [], "writer": None, "generation_module_seconds": None,
-              "generation_seconds": None, "random_order": True}
+              "generation_run_seconds": None, "random_order": True}
     if ecosystem == "python":
         return {**common, **_python_defaults(root, pyproject or {}, explicit_test)}
     if ecosystem == "node":

@@ -207,7 +207,7 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
     repository(tmp_path, {"pyproject.toml": "[tool.agentledger]\ntests = 'pytest'\n"})
     assert refusal(tmp_path) == (
         "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
-        "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_seconds, image, install, "
+        "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_run_seconds, image, install, "
         "install_project, "
         "jacoco, junit, random_order, test, timeout, writer")
 
@@ -333,3 +333,8 @@ def test_a_repository_may_ask_for_its_project_to_be_installed_from_its_tree_or_n
     assert load_config(tmp_path).install_project is True
     explicit(tmp_path, 'test = "pytest"\ninstall_project = "yes"\n')
     assert refusal(tmp_path) == "agentledger.toml, key `install_project`: must be true or false"
+
+
+def test_a_key_an_earlier_release_read_is_read_under_the_name_it_has_now(tmp_path: Path) -> None:
+    repository(tmp_path, {"agentledger.toml": "generation_seconds = 120\n", "mod.py": "X = 1\n"})
+    assert load_config(tmp_path).generation_run_seconds == 120
