@@ -18,11 +18,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from agentledger.adapters.receivers import MARKER_PREFIX
+from infra.local.http_servers import HangupTolerantServer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -110,8 +111,7 @@ class LocalGitHub:
         self._lock = threading.Lock()
         self._faults: deque[Fault] = deque()
         self._written_keys: list[str] = []
-        self.httpd = ThreadingHTTPServer((HOST, port), _handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = HangupTolerantServer((HOST, port), _handler_for(self))
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="local-github", daemon=True)
 
     @property

@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -17,6 +17,7 @@ from agentledger.limits import START_RATE, StartRate, retry_after_s
 
 from .console import PREFIX as CONSOLE_PREFIX
 from .console import Console, with_security_headers
+from .http_servers import HangupTolerantServer
 from .metrics import emitted_metrics, summarize
 from .principals import SignatureRefused, verify_signature
 from .profiles import SERVE_HOST
@@ -40,17 +41,9 @@ LOOPBACK_NAMES = (SERVE_HOST, "localhost")
 ALLOWED_METHODS = "GET, POST"
 
 
-class _ApiHttpServer(ThreadingHTTPServer):
+class _ApiHttpServer(HangupTolerantServer):
     # Connections waiting to be accepted: the default 5 reset a burst of concurrent requests.
     request_queue_size = 128
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up before its answer was written (a browser leaving a page) is not
-        an error of the server's: only other failures get socketserver's traceback."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
 
 
 class LocalApiServer:
