@@ -87,9 +87,10 @@ test: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/python -m mkdocs build --strict
 
-# Integration, infra, reliability and e2e tests.
+# Integration, infra, reliability and e2e tests: each worker takes whole modules, longest first
+# (tests/conftest.py), so what a module's tests share is set up once.
 test-others: install
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider --ignore=tests/unit tests
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --ignore=tests/unit tests
 
 # Every test under tests/unit, with moto unimportable and the network blocked (tests/offline.py).
 test-unit: install
@@ -97,7 +98,7 @@ test-unit: install
 
 # The handlers and the state machine on moto.
 test-integration: install
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests/integration
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider tests/integration
 
 synth: install
 	$(VENV)/cdk/node_modules/.bin/cdk synth --quiet

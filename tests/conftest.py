@@ -14,10 +14,19 @@ KINDS = ("unit", "integration", "infra", "reliability", "e2e")
 pytest_plugins = ("tests.integration.local_stack",)
 
 
-# The longest modules (minutes each, most of it one or two tests), started first so that no worker
-# is left running one of them alone at the end while the other has finished.
-LONGEST_FIRST = ("e2e/test_installed_wheel.py", "integration/test_build_sandbox.py", "e2e/test_console.py",
-                 "e2e/test_bidi.py", "e2e/test_concurrent_runs.py", "e2e/test_generation.py")
+# `make test` hands each worker whole modules (`--dist loadfile`), so that a module's shared runs
+# and serve start once. (xdist's groups cannot do it: xdist 3.8 names an item's group in its node id,
+# which pytest 9 no longer reads, so every group was ignored.) Modules go in the order collected
+# (`--no-loadscope-reorder`): the longest (minutes each) first, so that no worker is left running
+# one of them alone at the end while the other has finished.
+LONGEST_FIRST = ("reliability/test_crash_matrix.py", "reliability/test_effects.py", "e2e/test_local_api.py",
+                 "e2e/test_installed_wheel.py", "e2e/test_generation.py", "e2e/test_console.py",
+                 "integration/test_build_sandbox.py", "e2e/test_delivery.py", "reliability/test_throttling.py",
+                 "reliability/test_build_events.py", "reliability/test_stale_context.py",
+                 "integration/test_run_lifecycle.py", "e2e/test_side_by_side_serves.py",
+                 "integration/test_wiring_mistakes.py", "e2e/test_hostile_repository.py",
+                 "e2e/test_concurrent_runs.py", "integration/test_runtime_restores.py",
+                 "integration/test_api_contract.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("console")]
+pytestmark = pytest.mark.e2e
 
 CHROMIUM = "/usr/bin/chromium"
 SIGN_IN_LINE = re.compile(r"^console: sign in as the requester: (http://\S+)$", re.MULTILINE)

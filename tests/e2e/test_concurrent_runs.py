@@ -23,7 +23,7 @@ from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, http, run_cli, s
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("concurrent_runs")]
+pytestmark = pytest.mark.e2e
 RUNS = 10
 START_ATTEMPTS = 10
 SETTLE_TIMEOUT_S = 1200  # ends a broken run of this test; how long it takes is `make bench`'s to say

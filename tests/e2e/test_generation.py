@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("generation")]
+pytestmark = pytest.mark.e2e
 
 SHAPES = '''\
 """Rectangles, and the sign of a number."""

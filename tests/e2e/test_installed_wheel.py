@@ -20,8 +20,6 @@ from .conftest import NODE_MAJOR, REQUESTER, CliResult, assert_one_line_error, f
 if TYPE_CHECKING:
     from pathlib import Path
 
-# One worker builds the wheel and the venvs once, and runs these in order.
-pytestmark = pytest.mark.xdist_group("installed_wheel")
 
 INSTALL_TIMEOUT_S = 600  # moto[all] and aws-cdk-lib, downloaded: a minute or two
 DEMO_TIMEOUT_S = 300

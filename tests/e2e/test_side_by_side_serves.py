@@ -16,7 +16,7 @@ from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, REVIEWER, CliRes
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("side_by_side_serves")]
+pytestmark = pytest.mark.e2e
 REVIEW_TIMEOUT_S = 600  # ends a broken run; two serves' builds share two cores
 
 

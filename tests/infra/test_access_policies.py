@@ -13,7 +13,7 @@ from infra.constructs.api import STAGE_NAME, resolver_routes
 if TYPE_CHECKING:
     from aws_cdk.assertions import Template
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 
 def _policies(template: Template) -> dict[str, dict[str, Any]]:

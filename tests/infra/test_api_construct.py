@@ -13,7 +13,7 @@ from agentledger.limits import START_RATE
 from infra import PROJECT_ROOT
 from infra.constructs.api import resolver_routes
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 
 def _resource_paths(resources) -> dict[str, str]:

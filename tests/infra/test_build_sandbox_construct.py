@@ -21,7 +21,7 @@ from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS
 from infra.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
 from infra.constructs.functions import TEST_BUILD_ACTIONS
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 # Services whose data or control a test build must never reach (SSM and KMS it reaches for its
 # output grant alone, checked statement by statement below).

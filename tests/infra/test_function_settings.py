@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from agentledger.config import FunctionSettings
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 # Read by Powertools itself, not by a settings model.
 POWERTOOLS_VARIABLES = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}

@@ -9,7 +9,7 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Match, Template
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 # The contract's function table: logical id -> (handler, timeout in seconds).
 CONTRACT_FUNCTIONS = {

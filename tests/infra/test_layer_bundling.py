@@ -14,7 +14,7 @@ from infra import PROJECT_ROOT
 from infra.constructs import bundling
 from infra.constructs.bundling import PipLayerBundling, layer_requirements
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 UNUSED_IMAGE = DockerImage.from_registry("unused")  # what the CDK passes a local bundling, never pulled
 
 

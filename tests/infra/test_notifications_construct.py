@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Match, Template
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 REFUSE_PLAIN_HTTP = Match.object_like(
     {

@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match, Template
 from agentledger import metric_names
 from agentledger.models import Stage
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 DASHBOARD_METRICS = [
     metric_names.RUNS_RECOVERED,

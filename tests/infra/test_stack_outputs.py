@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from infra.stack import AgentLedgerStack
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 # What `cdk synth -c key=value` passes: strings, whatever the key's type in cdk.json.
 CUSTOM_CONTEXT = {

@@ -7,7 +7,7 @@ from aws_cdk.assertions import Match, Template
 
 from agentledger.adapters.dynamodb_build_waits import TTL_ATTRIBUTE
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 PROTECTED_TABLE = {
     "BillingMode": "PAY_PER_REQUEST",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from infra.stack import AgentLedgerStack
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 CDK_ROLE_DEPENDENCY = "W3005"
 

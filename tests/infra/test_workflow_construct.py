@@ -14,7 +14,7 @@ from agentledger.limits import REVIEW_HEARTBEAT_SECONDS, REVIEW_KEEPER_INTERVAL_
 from handlers.builds import BuildStateChange
 from infra import PROJECT_ROOT
 
-pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
+pytestmark = pytest.mark.infra
 
 TASK_FUNCTIONS = [
     "AssessFunction",

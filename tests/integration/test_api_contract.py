@@ -27,7 +27,7 @@ from tests.stack_driver import Driver
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("api_contract")]
+pytestmark = pytest.mark.integration
 
 REQUESTER, REVIEWER, OPERATOR = "agentledger-requester", "agentledger-reviewer", "agentledger-operator"
 UNKNOWN_RUN = "run-00000000000000000000"
