@@ -227,3 +227,21 @@ def assert_one_line_error(result: CliResult, *fragments: str) -> None:
 def awaiting_review(cli: Callable[..., CliResult], repository: Path) -> dict[str, Any]:
     """A run started and followed by the CLI until it waits for review."""
     return cli("run", str(repository), "--wait", "--request", "write tests for calc").json()
+
+
+@dataclass(frozen=True)
+class SharedReview:
+    repository: Path
+    view: dict[str, Any]  # the run's view as `run --wait` printed it
+
+
+@pytest.fixture(scope="module")
+def read_only_review(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> SharedReview:
+    """One run waiting for review that a module's tests which only read it share: each driving its
+    own to review was most of a module's time."""
+    repository = tmp_path_factory.mktemp("read-only") / "calculator"
+    repository.mkdir()
+    (repository / "calc.py").write_text(CALCULATOR)
+    waiting = run_cli("run", str(repository), "--wait", "--request", "write tests for calc", "--api", api_url,
+                      "--json").json()
+    return SharedReview(repository, waiting)

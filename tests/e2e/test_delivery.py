@@ -15,7 +15,7 @@ import pytest
 
 from infra.local.runtime import LOCAL_GITHUB_REPOSITORY, LOCAL_GITHUB_TOKEN
 
-from .conftest import REVIEWER, CliResult, assert_one_line_error, http, run_cli, wait_for_status
+from .conftest import REVIEWER, CliResult, SharedReview, assert_one_line_error, http, run_cli, wait_for_status
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,8 +43,8 @@ def _pulls_for(pull_request_url: str, run_id: str) -> list[dict[str, Any]]:
     return [pull for pull in every if f"agentledger-key: {run_id}/pull_request/" in pull["body"]]
 
 
-def test_an_approved_run_opens_one_pull_request_with_the_files_it_wrote(
-        cli: Cli, api_url: str, awaiting_review: dict[str, Any]) -> None:
+def test_an_approved_run_opens_one_pull_request_with_the_files_it_wrote_and_apply_writes_them_once(
+        cli: Cli, api_url: str, awaiting_review: dict[str, Any], repository: Path) -> None:
     run_id = awaiting_review["run"]["run_id"]
     done = _approve_and_complete(cli, api_url, run_id)
 
@@ -67,9 +67,22 @@ def test_an_approved_run_opens_one_pull_request_with_the_files_it_wrote(
     assert f"  pull     {pull_request}" in text.split("\n\n")[0]
     assert "PR #" in text  # the effects section names the receiver's id
 
+    # The same change, applied to the working tree: once, and not onto files the plan read that changed.
+    applied = run_cli("apply", run_id, "--api", api_url)
+    assert applied.exit_code == 0, applied
+    assert applied.stdout.startswith(f"applied {run_id} to {repository}: {len(written)} file(s) written")
+    for path, content in written.items():
+        assert (repository / path).read_text() == content
+    again = cli("apply", run_id).json()
+    assert again["written"] == [] and again["already_there"] == sorted(written)
 
-def test_links_in_the_run_view_fetch_the_bytes_they_name(api_url: str, awaiting_review: dict[str, Any]) -> None:
-    for artifact in awaiting_review["artifacts"]:
+    (repository / "calc.py").write_text((repository / "calc.py").read_text() + "\n# edited after the plan\n")
+    assert_one_line_error(run_cli("apply", run_id, "--api", api_url),
+                          "was not applied", "files the plan read have changed since: calc.py")
+
+
+def test_links_in_the_run_view_fetch_the_bytes_they_name(read_only_review: SharedReview) -> None:
+    for artifact in read_only_review.view["artifacts"]:
         with urllib.request.urlopen(artifact["url"], timeout=10) as response:  # what `curl LINK` does
             assert hashlib.sha256(response.read()).hexdigest() == artifact["sha256"], artifact["name"]
 
@@ -91,27 +104,8 @@ def test_a_crash_after_github_accepted_the_pull_request_leaves_one_pull_request(
     assert f"**Pull request:** {pull_request}" in issue["body"]
 
 
-def test_apply_writes_the_approved_change_into_the_working_tree_once_and_refuses_a_changed_tree(
-        cli: Cli, api_url: str, awaiting_review: dict[str, Any], repository: Path) -> None:
-    run_id = awaiting_review["run"]["run_id"]
-    _approve_and_complete(cli, api_url, run_id)
-    written = json.loads(run_cli("artifact", run_id, "test-files.json", "--api", api_url).stdout)
-
-    applied = run_cli("apply", run_id, "--api", api_url)
-    assert applied.exit_code == 0, applied
-    assert applied.stdout.startswith(f"applied {run_id} to {repository}: {len(written)} file(s) written")
-    for path, content in written.items():
-        assert (repository / path).read_text() == content
-    again = cli("apply", run_id).json()
-    assert again["written"] == [] and again["already_there"] == sorted(written)
-
-    (repository / "calc.py").write_text((repository / "calc.py").read_text() + "\n# edited after the plan\n")
-    assert_one_line_error(run_cli("apply", run_id, "--api", api_url),
-                          "was not applied", "files the plan read have changed since: calc.py")
-
-
-def test_apply_refuses_a_run_that_was_not_approved(api_url: str, awaiting_review: dict[str, Any]) -> None:
-    run_id = awaiting_review["run"]["run_id"]
+def test_apply_refuses_a_run_that_was_not_approved(api_url: str, read_only_review: SharedReview) -> None:
+    run_id = read_only_review.view["run"]["run_id"]
     assert_one_line_error(run_cli("apply", run_id, "--api", api_url), "has no approved change yet")
 
 

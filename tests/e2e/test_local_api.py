@@ -9,7 +9,6 @@ import tempfile
 import urllib.request
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,13 @@ from infra.local.faults import CRASH_POINTS
 from infra.local.profiles import instance_profiles_dir
 
 from .conftest import (
-    CALCULATOR,
     E2E_CONTEXT,
     OPERATOR,
     PROFILES_DIR,
     REQUESTER,
     REVIEWER,
     CliResult,
+    SharedReview,
     assert_one_line_error,
     free_port,
     http,
@@ -41,24 +40,6 @@ SHA256 = re.compile(r"^[0-9a-f]{64}$")
 Cli = Callable[..., CliResult]
 
 
-@dataclass(frozen=True)
-class SharedReview:
-    repository: Path
-    view: dict[str, Any]  # the run's view as `run --wait` printed it
-
-
-@pytest.fixture(scope="module")
-def read_only_review(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> SharedReview:
-    """One run waiting for review that the tests which only read it share: each driving its own to
-    review was most of this file's time."""
-    repository = tmp_path_factory.mktemp("read-only") / "calculator"
-    repository.mkdir()
-    (repository / "calc.py").write_text(CALCULATOR)
-    waiting = run_cli("run", str(repository), "--wait", "--request", "write tests for calc", "--api", api_url,
-                      "--json").json()
-    return SharedReview(repository, waiting)
-
-
 def test_run_wait_stops_at_review_with_the_first_four_stages_complete(read_only_review: SharedReview) -> None:
     awaiting_review = read_only_review.view
     run, stages = awaiting_review["run"], awaiting_review["stages"]
@@ -71,15 +52,29 @@ def test_run_wait_stops_at_review_with_the_first_four_stages_complete(read_only_
     assert awaiting_review["review"]["plan_digest"] == run["plan_digest"]
 
 
-def test_approved_run_completes_with_a_consistent_ledger(cli: Cli, api_url: str,
-                                                         awaiting_review: dict[str, Any]) -> None:
+def test_only_the_reviewer_may_approve_and_the_approved_run_completes_with_a_consistent_ledger_naming_both(
+        cli: Cli, api_url: str, awaiting_review: dict[str, Any]) -> None:
     run_id = awaiting_review["run"]["run_id"]
+
+    refused = cli("review", run_id, "--approve")  # signed as the requester, who started the run
+    assert_one_line_error(refused, "agentledger-requester requested run", "may not approve it")
+    over_http = http(api_url, "POST", f"/runs/{run_id}/review",
+                     {"decision": "approve", "plan_digest": awaiting_review["run"]["plan_digest"]})
+    assert over_http.status == 403 and "separation of duties" in over_http.body["message"]
 
     review = cli("review", run_id, "--approve", "--comment", "looks right", "--profile", REVIEWER).json()
     assert review == {"run_id": run_id, "decision": "approve", "status": "awaiting_review", "delivered": True}
-    wait_for_status(api_url, run_id, "complete")
-    shown = cli("show", run_id).json()
+    shown = wait_for_status(api_url, run_id, "complete")
+    assert shown["run"]["requested_by"].endswith(":user/agentledger-requester")
+    assert shown["review"]["decided_by"].endswith(":user/agentledger-reviewer")
+    by_kind = {d["kind"]: d["actor"] for d in shown["decisions"] if d["actor"]}
+    assert by_kind["created"].endswith("/agentledger-requester")
+    assert by_kind["review_refused"].endswith("/agentledger-requester")
+    assert by_kind["review"].endswith("/agentledger-reviewer")
+    text = run_cli("show", run_id, "--api", api_url).stdout
+    assert "requested by" in text and "agentledger-requester" in text and "agentledger-reviewer" in text
 
+    shown = cli("show", run_id).json()
     assert shown["run"]["state"] == "complete"
     assert [shown["stages"][name]["status"] for name in STAGES] == ["complete"] * 6
     assert all(status["status"] == "valid" for status in shown["evidence_status"].values())
@@ -107,17 +102,17 @@ def test_runs_lists_the_run_newest_first(cli: Cli, awaiting_review: dict[str, An
     assert waiting["next_cursor"] is None
 
 
-def test_human_views_render_without_json(api_url: str, awaiting_review: dict[str, Any]) -> None:
-    run_id = awaiting_review["run"]["run_id"]
+def test_human_views_render_without_json(api_url: str, read_only_review: SharedReview) -> None:
+    run_id = read_only_review.view["run"]["run_id"]
 
     show = run_cli("show", run_id, "--api", api_url)
-    runs = run_cli("runs", "--api", api_url, "--limit", "5")
+    runs = run_cli("runs", "--api", api_url, "--all")  # the module's other runs may be newer
 
     assert show.exit_code == 0
     assert show.stderr == ""
     for heading in ("Stages", "Evidence (current validity)", "Artifacts", "Effects", "Decisions", "Transitions"):
         assert f"\n{heading}" in show.stdout
-    assert run_id in runs.stdout.splitlines()[1]
+    assert any(line.startswith(f"{run_id}  awaiting_review") for line in runs.stdout.splitlines()[1:])
 
 
 def test_review_with_an_old_plan_digest_is_refused(cli: Cli, api_url: str, read_only_review: SharedReview) -> None:
@@ -240,12 +235,14 @@ def test_serve_on_a_busy_port_fails_at_once_with_one_line() -> None:
     assert_one_line_error(result, f"cannot listen on 127.0.0.1:{port}")
 
 
-def test_metrics_report_what_the_handlers_emitted_for_the_runs_made_here(cli: Cli, api_url: str,
-                                                                         repository: Path) -> None:
+def test_an_operators_resume_is_recorded_with_its_principal_and_metrics_report_what_the_handlers_emitted(
+        cli: Cli, api_url: str, repository: Path) -> None:
     crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json(
         exit_code=ExitCode.NEEDS_PERSON)
     run_id = crashed["run"]["run_id"]
-    cli("resume", run_id, "--wait")
+    cli("resume", run_id, "--wait", "--profile", OPERATOR).json()
+    [resume] = [d for d in cli("show", run_id).json()["decisions"] if d["kind"] == "resume"]
+    assert resume["actor"].endswith(":user/agentledger-operator")
     cli("review", run_id, "--approve", "--profile", REVIEWER)
     wait_for_status(api_url, run_id, "complete")
 
@@ -262,39 +259,6 @@ def test_metrics_report_what_the_handlers_emitted_for_the_runs_made_here(cli: Cl
 
 
 # --- who did what ---------------------------------------------------------------------------------
-
-def test_the_requester_cannot_approve_the_reviewer_can_and_the_ledger_names_both(
-        cli: Cli, api_url: str, awaiting_review: dict[str, Any]) -> None:
-    run_id = awaiting_review["run"]["run_id"]
-
-    refused = cli("review", run_id, "--approve")  # signed as the requester, who started the run
-    assert_one_line_error(refused, "agentledger-requester requested run", "may not approve it")
-    over_http = http(api_url, "POST", f"/runs/{run_id}/review",
-                     {"decision": "approve", "plan_digest": awaiting_review["run"]["plan_digest"]})
-    assert over_http.status == 403 and "separation of duties" in over_http.body["message"]
-
-    approved = cli("review", run_id, "--approve", "--profile", REVIEWER).json()
-    assert approved["delivered"] is True
-    shown = wait_for_status(api_url, run_id, "complete")
-    assert shown["run"]["requested_by"].endswith(":user/agentledger-requester")
-    assert shown["review"]["decided_by"].endswith(":user/agentledger-reviewer")
-    by_kind = {d["kind"]: d["actor"] for d in shown["decisions"] if d["actor"]}
-    assert by_kind["created"].endswith("/agentledger-requester")
-    assert by_kind["review_refused"].endswith("/agentledger-requester")
-    assert by_kind["review"].endswith("/agentledger-reviewer")
-    text = run_cli("show", run_id, "--api", api_url).stdout
-    assert "requested by" in text and "agentledger-requester" in text and "agentledger-reviewer" in text
-
-
-def test_an_operator_resume_is_recorded_with_its_principal(cli: Cli, api_url: str, repository: Path) -> None:
-    crashed = cli("run", str(repository), "--wait", "--crash", "plan:after_commit").json(
-        exit_code=ExitCode.NEEDS_PERSON)
-    run_id = crashed["run"]["run_id"]
-    cli("resume", run_id, "--profile", OPERATOR).json()
-    shown = cli("show", run_id).json()
-    [resume] = [d for d in shown["decisions"] if d["kind"] == "resume"]
-    assert resume["actor"].endswith(":user/agentledger-operator")
-
 
 def _signed_headers(api_url: str, path: str, profile: str = REQUESTER) -> dict[str, str]:
     from infra.cli.signing import request_signer  # noqa: PLC0415 — what the CLI signs with
