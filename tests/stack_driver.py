@@ -88,7 +88,8 @@ class Driver:
                         and not review.get("decision"):
                     return view
             time.sleep(POLL_S)
-        raise TimeoutError(f"run {run_id} did not come back for review with a new plan in {SETTLE_TIMEOUT_S}s")
+        raise TimeoutError(f"run {run_id} did not come back for review with a new plan in {SETTLE_TIMEOUT_S}s: "
+                           f"{self.view(run_id)['run']}")
 
     def finished(self, execution: str) -> str:
         """The execution's terminal status."""

@@ -43,7 +43,8 @@ REQUESTER, REVIEWER, OPERATOR = "agentledger-requester", "agentledger-reviewer",
 # The stack every e2e `serve` deploys, unless a test is about another (one context, one synthesis):
 # the docstring-example writer, since every e2e run but test_generation.py's would otherwise spend
 # Pynguin's search budget (those repositories choose Pynguin themselves); and a candidate passes
-# two runs in a row, not five, since what the e2e tests show does not hang on the count.
+# two runs in a row, not five: what the e2e tests show does not hang on the count, but a kept test
+# shows that a real session ran each candidate file that many times (the durable layer's runs one).
 E2E_CONTEXT = ("-c", "writer=doctest", "-c", "generationRuns=2")
 
 CALCULATOR = '''\

@@ -37,11 +37,12 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
 
     # The agent is chosen as a user chooses it: the `agent` context key of the synthesized stack.
     # The tests' repositories lie under the temporary directory, which they allow as `--allow-root` would.
-    # A candidate passes two runs in a row, not five: the filters' counting is the unit tests'
-    # (tests/unit/buildkit/test_generation.py); here the durable layer needs a real build of them.
+    # A candidate passes one run, not five: the filters' counting is the unit tests'
+    # (tests/unit/buildkit/test_generation.py), a real build repeating it the e2e stack's (two runs in
+    # a row, tests/e2e/conftest.py); here the durable layer needs a real build of them, the smallest.
     local = LocalRuntime(workspace_root=tmp_path_factory.mktemp("workspaces"),
                          repository_roots=(Path(tempfile.gettempdir()),),
-                         context={"agent": counting_agent.SPEC, "generationRuns": "2"}).start()
+                         context={"agent": counting_agent.SPEC, "generationRuns": "1"}).start()
     _started.append(local)
     yield local
     _started.remove(local)

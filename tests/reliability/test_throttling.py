@@ -18,8 +18,9 @@ from tests.samples import write_sample_repository
 
 pytestmark = pytest.mark.reliability
 
-# The suite of the run that holds the build limit: its test writer's build runs it about seven times,
-# long enough for another run to meet the limit.
+# The suite of the run that holds the build limit: its test writer's build runs it three times (with
+# the candidates, without them for coverage, with the kept ones), long enough for another run to meet
+# the limit.
 SLOW_SUITE_S = 3
 BUILD_STARTS_WITHIN_S = 120
 REFUSED = 2  # within every retry budget: the SDK's four attempts, the state machine's MaxAttempts 2
