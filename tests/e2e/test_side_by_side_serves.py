@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from infra.local.profiles import instance_profiles_dir
+from agentledger.local.profiles import instance_profiles_dir
 
 from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, REVIEWER, CliResult, run_cli, served, wait_for_status
 

@@ -15,10 +15,10 @@ from agentledger.errors import VerificationFailedError
 from agentledger.models import Stage, StageStatus
 from agentledger.restart import FailureKind, RecoveryAction, classify
 from agentledger.states import BuildStatus
+from agentledger.testing.builds import archive_of, results_archive
+from agentledger.testing.world import World, build_world
 from agentledger.testrun.junit import MAX_FAILING_NAMES, MAX_NAME_CHARS, MAX_PACKAGES
 from agentledger.workflow.verification import JUNIT_FILE_COUNT_LIMIT, JUNIT_TOTAL_LIMIT_BYTES
-from tests.fakes.builds import archive_of, results_archive
-from tests.fakes.world import World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

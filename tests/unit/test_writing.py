@@ -19,11 +19,11 @@ from agentledger.faults import SimulatedCrash
 from agentledger.generation import GenerationLimits
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.states import BuildStatus
+from agentledger.testing.agent import InstantAgent
+from agentledger.testing.builds import archive_of, generation_archive
+from agentledger.testing.effects import InMemoryTracker
+from agentledger.testing.world import World, build_world
 from agentledger.workflow.writing import BuildResult, CandidateResult, without_hidden_text
-from tests.fakes.agent import InstantAgent
-from tests.fakes.builds import archive_of, generation_archive
-from tests.fakes.effects import InMemoryTracker
-from tests.fakes.world import World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path
