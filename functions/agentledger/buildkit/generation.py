@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, GENERATION_RESULT_FILE, TOOLS_DIR, TOOLS_MARKER
-from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say, seconds_since
+from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, TOOLS_DIR, TOOLS_MARKER
+from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say
 from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
 
 if TYPE_CHECKING:
@@ -755,28 +755,6 @@ class Generation:
             "notes": self.notes,
             "timings": self.timings,
         }
-
-
-def run(workspace: Workspace, venv: Path | None) -> Outcome:
-    """The generation and its filters, the kit acting as the code's uid; the result is written
-    next to result.json, as root."""
-    request = load_request(workspace.root / GENERATION_REQUEST_FILE)
-    tools = Tools(tools_root())
-    started = time.monotonic()
-    with workspace.user.acting():
-        result = generation_for(request)(workspace, venv, tools, request).run()
-    (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    funnel = result["funnel"]
-    say("generation: " + ", ".join(f"{name} {count}" for name, count in funnel.items()))
-    return Outcome(exit_code=0, duration_s=seconds_since(started), timed_out=False)
-
-
-def generation_for(request: Request) -> type[Generation]:
-    if request.language != "java":
-        return Generation
-    from .generation_java import JavaGeneration  # noqa: PLC0415 — it builds on this module
-
-    return JavaGeneration
 
 
 # --- the tools -----------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from agentledger.service import RunService
 from agentledger.workflow import Workflow
 from agentledger.workflow.build_waits import BuildEnds, BuildParking
 
-from .wiring import logger, metrics
+from .telemetry import logger, metrics
 
 if TYPE_CHECKING:
     from agentledger.ports import Receiver

@@ -1,5 +1,5 @@
-"""What every handler module imports: the Powertools decorators each handler gets, its logger and
-metrics, and the assembly (handlers/assembly.py) that builds what an invocation works with.
+"""What every handler module imports: the Powertools decorators each handler gets, its logger
+(telemetry.py), and the assembly (handlers/assembly.py) that builds what an invocation works with.
 
 Every cold start pays for this module's imports, so it holds only what decorating a handler
 needs. What an invocation alone needs is imported at its first use: the assembly (boto3, the
@@ -11,11 +11,11 @@ from collections.abc import Callable
 from functools import cache, wraps
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Tracer
 from aws_lambda_powertools.utilities.parser import event_parser
 from botocore.exceptions import ClientError
 
-from agentledger import metric_names
+from .telemetry import logger, metrics
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -31,10 +31,6 @@ else:
     assembly = LazyLoader("assembly", globals(), "agentledger.handlers.assembly")
     throttling = LazyLoader("throttling", globals(), "agentledger.adapters.throttling")
 
-logger = Logger()
-# Named here as well as in the environment: locally one process hosts every function, and this module
-# may be imported outside any invocation's environment (the CDK app reads the api's routes from it).
-metrics = Metrics(namespace=metric_names.NAMESPACE)
 Handler = Callable[..., Any]
 # "module.function" of every handler -> the settings model it reads: what the stack must set for it
 # (tests/infra/test_function_settings.py compares each function of the synthesized stack with it).
