@@ -101,8 +101,10 @@ def test_nothing_kept_still_shows_the_findings_to_a_reviewer_and_opens_no_pull_r
     run_id, execution = world.to_review()
     assert world.ledger.get_run(run_id).outcome == RunOutcome.NO_TESTS_KEPT
     assert _committed(world, run_id, "test-files.json") == {}
-    view = world.service.view(run_id)["summary"]["generation"]
+    summary = world.service.view(run_id)["summary"]
+    view = summary["generation"]
     assert view["kept"] == 0 and view["findings_total"] == 1 and "raises TypeError" in view["findings"][0]
+    assert summary["plan"]["targets"] > 0 and summary["tests"]["written"] == 0  # what was kept, not targeted
     world.approve(run_id)
     world.effects.deliver(run_id, execution, "pull_request")
     assert tracker.records == []
@@ -205,8 +207,10 @@ def test_a_kept_test_that_carries_a_hidden_character_is_dropped_and_shown_as_a_f
     dropped = next(c for c in report["candidates"] if c["name"] == "test_slugify_reversed")
     why = "carries U+202E RIGHT-TO-LEFT OVERRIDE at line 2 of the test"
     assert (dropped["dropped_by"], dropped["detail"]) == ("no_hidden_text", why)
-    view = world.service.view(run_id)["summary"]["generation"]
+    summary = world.service.view(run_id)["summary"]
+    view = summary["generation"]
     assert view["kept"] == 1 and view["funnel"].endswith("added coverage 2, free of hidden characters 1)")
+    assert summary["tests"]["written"] == 1
     assert view["findings_total"] == 2  # the build's own finding comes after it
     assert view["findings"][0] == f"`test_slugify_reversed` dropped: it {why} ({SLUG_TESTS})"
     assert world.ledger.get_run(run_id).outcome == RunOutcome.CHANGES_PROPOSED
