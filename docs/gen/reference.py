@@ -31,6 +31,7 @@ from agentledger.deploy import CDK_JSON_FILE, PROJECT_ROOT
 from agentledger.handlers.api import app as api_resolver
 from agentledger.handlers.wiring import HANDLER_SETTINGS
 from agentledger.testrun import config as repository_config
+from agentledger.testrun import files as repository_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -219,7 +220,7 @@ def _repository_section(words: dict[str, Any]) -> list[str]:
         f"`[tool.agentledger]` of its `{repository_config.PYPROJECT_FILE}`; if `{repository_config.EXPLICIT_FILE}` "
         "exists, the pyproject table is ignored. Each key overrides the detected default. A bad value stops the "
         "stage with a handoff that names the file and the key. Links, files over "
-        f"{repository_config.MAX_CONFIG_FILE_BYTES >> 20} MiB and unknown keys are refused.", "",
+        f"{repository_files.MAX_CONFIG_FILE_BYTES >> 20} MiB and unknown keys are refused.", "",
         *_table(["key", "meaning", "default", "within the deployment's"], rows),
     ]
 

@@ -14,6 +14,7 @@ from agentledger.testrun.config import (
     ConfigError,
     TestRunConfig,
     describe,
+    installs_nothing_of_the_repository,
     load_config,
 )
 
@@ -77,6 +78,34 @@ def test_python_project_without_test_extras_is_installed_plainly(tmp_path: Path)
     config = load_config(tmp_path)
     assert config.install == ["python -I -m pip install .", "python -I -m pip install pytest"]
     assert config.install_project is True  # in every build, from its tree
+
+
+def test_the_plugins_pytests_options_need_are_installed_beside_pytest(tmp_path: Path) -> None:
+    """parse's pyproject passes --cov in addopts and declares no test extra: without pytest-cov its
+    suite stops before a test runs."""
+    repository(tmp_path, {"pyproject.toml": '[project]\nname = "parse"\n[tool.pytest.ini_options]\n'
+                                            'addopts = "--cov=parse --cov-report=term -n auto --timeout=30"\n'})
+
+    config = load_config(tmp_path)
+
+    assert config.install[-1] == "python -I -m pip install pytest 'pytest-cov' 'pytest-xdist' 'pytest-timeout'"
+    assert installs_nothing_of_the_repository(load_config(repository(tmp_path / "bare", {
+        "pytest.ini": "[pytest]\naddopts = -n4 --reruns 2\n", "calc.py": ""})))
+
+
+def test_pytests_required_plugins_are_installed_and_what_is_not_a_requirement_is_left_out(tmp_path: Path) -> None:
+    repository(tmp_path, {"calc.py": "", "setup.cfg": "[tool:pytest]\nrequired_plugins = pytest-mock>=3.0 "
+                                                      "hypothesis $(curl evil) ../wheel.whl\n"})
+
+    assert load_config(tmp_path).install == ["python -I -m pip install .",
+                                             "python -I -m pip install pytest 'pytest-mock>=3.0' 'hypothesis'"]
+
+
+def test_only_the_file_pytest_reads_first_names_the_plugins(tmp_path: Path) -> None:
+    repository(tmp_path, {"calc.py": "", "pytest.ini": "[pytest]\naddopts = -q\n",
+                          "tox.ini": "[pytest]\naddopts = --cov\n"})
+
+    assert load_config(tmp_path).install == ["python -I -m pip install pytest"]
 
 
 def test_python_requirements_alone_do_not_install_the_project(tmp_path: Path) -> None:
