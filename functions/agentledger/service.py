@@ -39,7 +39,14 @@ from .models import Ledger, Run, RunStatus, Stage, StageStatus, utc_now
 from .states import DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
 from .workflow.reviews import review_output
-from .workflow.writing import FINDINGS_SHOWN, GenerationReport, coverage_line, finding_line, funnel_line
+from .workflow.writing import (
+    FINDINGS_SHOWN,
+    GenerationReport,
+    coverage_line,
+    finding_line,
+    funnel_line,
+    writer_failure_line,
+)
 
 if TYPE_CHECKING:
     from .config import ApiSettings
@@ -352,4 +359,6 @@ def _generation_view(report: GenerationReport) -> dict[str, Any]:
         "coverage_gained": report.coverage_gained(),
         "findings": [finding_line(finding) for finding in report.findings[:FINDINGS_SHOWN]],
         "findings_total": len(report.findings),
+        "writer_failures": [writer_failure_line(report, failure)
+                            for failure in report.writer_failures[:FINDINGS_SHOWN]],
     }

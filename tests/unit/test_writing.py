@@ -14,6 +14,7 @@ import pytest
 from agentledger import metric_names
 from agentledger.agent import DocstringExamplePlanner, Execution, Plan, PlanItem, ReferenceAgent
 from agentledger.buildkit import layout
+from agentledger.cli import render
 from agentledger.errors import GenerationFailedError, HiddenTextError
 from agentledger.faults import SimulatedCrash
 from agentledger.generation import GenerationLimits
@@ -23,7 +24,13 @@ from agentledger.testing.agent import InstantAgent
 from agentledger.testing.builds import archive_of, generation_archive
 from agentledger.testing.effects import InMemoryTracker
 from agentledger.testing.world import World, build_world
-from agentledger.workflow.writing import BuildResult, CandidateResult, without_hidden_text
+from agentledger.workflow.writing import (
+    BuildResult,
+    CandidateResult,
+    GenerationReport,
+    value_markdown,
+    without_hidden_text,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,6 +115,25 @@ def test_nothing_kept_still_shows_the_findings_to_a_reviewer_and_opens_no_pull_r
     world.approve(run_id)
     world.effects.deliver(run_id, execution, "pull_request")
     assert tracker.records == []
+
+
+def test_a_writer_that_crashed_on_every_module_is_shown_with_its_error_and_counted_not_as_tests_written(
+    tmp_path: Path,
+) -> None:
+    world = build_world(tmp_path)
+    world.builds.generation = "writer_crashed"
+
+    run_id, _ = world.to_review()
+
+    summary = world.service.view(run_id)["summary"]
+    failures = summary["generation"]["writer_failures"]
+    assert failures and all(line.endswith(": pynguin crashed (2 tries): RuntimeError: Failed to compute stacksize "
+                                          "(exited 1 in 3.09 s)") for line in failures)
+    assert summary["tests"]["written"] == 0
+    assert world.metrics.counts[metric_names.WRITER_FAILURES] == len(failures)
+    shown = "\n".join(render.summary(summary))
+    assert "  no test  " in shown and "RuntimeError: Failed to compute stacksize" in shown
+    assert "0 written" in shown
 
 
 def test_the_pull_request_leads_with_the_funnel_the_coverage_and_the_findings(tmp_path: Path) -> None:
@@ -340,3 +366,18 @@ def test_a_plug_in_agent_s_plan_is_held_to_the_deployment_s_generation_settings(
     # The sample repository asks for 15 s per module, within both.
     assert (generation["module_seconds"], generation["run_seconds"], generation["iterations"], generation["runs"]) == (
         15, deployment.run_seconds, deployment.iterations, deployment.runs)
+
+
+def test_the_pull_request_names_the_modules_the_writer_wrote_nothing_for_with_hidden_characters_escaped() -> None:
+    report = GenerationReport.model_validate({
+        "writer": "pynguin", "funnel": {"generated": 0}, "candidates": [],
+        "writer_failures": [{"module": "parse", "what": "crashed", "message": "ValueError: bad\u202ename"},
+                            {"module": "parse.util", "what": "timed_out", "tries": 2}]})
+
+    body = "\n".join(value_markdown(report))
+
+    assert "**Modules the writer wrote no test for** (2)" in body
+    assert "- parse: pynguin crashed: ValueError: bad\\u202ename" in body and "\u202e" not in body
+    assert "- parse.util: pynguin timed out (2 tries)" in body
+    # A report an earlier release recorded, before writers' failures were: read as none.
+    assert GenerationReport.model_validate({"writer": "pynguin", "funnel": {}, "candidates": []}).writer_failures == []

@@ -57,6 +57,9 @@ MAX_CANDIDATE_FILE_BYTES = 1 << 20
 MAX_CANDIDATES = 400
 MAX_FINDINGS = 100
 MAX_MESSAGE = 2_000
+# `SomeError: what went wrong`, as a traceback's last line says it (inside rich's boxes, too).
+ERROR_LINE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)):\s*(\S.*)")
+OUTPUT_READ_FOR_AN_ERROR = 64_000
 MAX_REPORT_BYTES = 64 << 20  # a JUnit or coverage report read back; larger is not believed
 PYNGUIN_MARGIN_S = 60  # Pynguin's own start, minimization and writing, past its search budget
 PYNGUIN_MAX_MUTANTS = 300
@@ -130,6 +133,18 @@ class Finding:
     source: str
     exception: str = ""
     message: str = ""
+
+
+@dataclass
+class WriterFailure:
+    """A module the writer wrote no tests for, and how its last try ended: `crashed` (with the last
+    error line it printed), `timed_out`, `wrote_nothing`, `unreadable` (what it wrote is not a
+    module) or `not_searched` (the run's budget was spent before it)."""
+
+    module: str
+    what: str
+    message: str
+    tries: int = 1
 
 
 @dataclass
@@ -318,6 +333,15 @@ class Runner:
 Outcomes = dict[tuple[str, str], list[str]]
 
 
+def last_error(output: str) -> str:
+    """The last `SomeError: message` line a command printed, '' if it printed none."""
+    found = ""
+    for line in output.splitlines():
+        if match := ERROR_LINE.search(line.strip(" │╭╮╰╯─")):
+            found = f"{match[1]}: {match[2].strip(' │')}"
+    return found[:MAX_MESSAGE]
+
+
 def junit_outcomes(report: Path) -> Outcomes:
     """(classname, test name without parameters) -> passed | failed | skipped of each of its cases,
     in the order they ran (a parametrized test has one case per parameter, a test collected five
@@ -493,6 +517,7 @@ class Generation:
         self.files: dict[str, TestFile] = {}
         self.headers: dict[str, str] = {}  # module -> the header of the test file written for it
         self.notes: list[str] = []
+        self.writer_failures: dict[str, WriterFailure] = {}  # by module, while it has no test
         self.timings: dict[str, float] = {}
         self.alone_coverage: Path | None = None  # the candidates alone, measured by test
         self.started = time.monotonic()
@@ -547,8 +572,9 @@ class Generation:
         for target in self.request.targets:
             left = int(deadline - time.monotonic())
             if left < 1:
-                self.notes.append(f"{target.module}: not searched, the run's {self.request.run_seconds} s "
-                                  "budget is spent")
+                why = f"not searched, the run's {self.request.run_seconds} s budget is spent"
+                self.notes.append(f"{target.module}: {why}")
+                self.writer_failed(target.module, "not_searched", why)
                 continue
             self.search_module(target, min(self.request.module_seconds, left))
 
@@ -573,12 +599,14 @@ class Generation:
                 test_file, findings = pynguin_candidates(text, target, used)
             except (SyntaxError, ValueError) as error:
                 self.notes.append(f"{target.module}: Pynguin wrote no parseable module ({error})"[:MAX_MESSAGE])
+                self.writer_failed(target.module, "unreadable", f"Pynguin wrote no parseable module ({error})")
                 continue
             header = header or test_file.header
             tests += test_file.tests
             self.findings += findings[:MAX_FINDINGS - len(self.findings)]
         if header is None:
             return
+        self.writer_failures.pop(target.module, None)
         (self.repository / target.test_path).parent.mkdir(parents=True, exist_ok=True)
         (self.repository / target.test_path).write_text(
             join_test_file(header, [source for _, source in tests]), encoding="utf-8")
@@ -606,18 +634,28 @@ class Generation:
                        APPEND_PATH_VARIABLE: os.pathsep.join(site_packages)}
         say(f"pynguin: {target.module} (seed {seed}, {' and '.join(metrics).lower()} coverage, {budget_s} s, "
                    f"{self.request.iterations} iterations)")
+        printed_from = self.workspace.log_size()
         outcome = self.workspace.run_argv(argv, " ".join(argv), environment, cwd=self.repository,
                                           timeout_s=budget_s + PYNGUIN_MARGIN_S)
         written = sorted(output.glob("test_*.py"))
         if not outcome.succeeded or not written:
             why = describe(outcome, budget_s + PYNGUIN_MARGIN_S)
             self.notes.append(f"{target.module}: Pynguin (seed {seed}) wrote no tests ({why})")
+            ending = "timed_out" if outcome.timed_out else "wrote_nothing" if outcome.succeeded else "crashed"
+            error = last_error(self.workspace.output_since(printed_from, OUTPUT_READ_FOR_AN_ERROR))
+            self.writer_failed(target.module, ending, f"{error} ({why})" if error else why)
             return None
         try:
             return self.read_text(written[0], output)
         except (ValueError, OSError) as error:
             self.notes.append(f"{target.module}: Pynguin's output could not be read ({error})"[:MAX_MESSAGE])
+            self.writer_failed(target.module, "unreadable", f"Pynguin's output could not be read ({error})")
             return None
+
+    def writer_failed(self, module: str, what: str, message: str) -> None:
+        earlier = self.writer_failures.get(module)
+        self.writer_failures[module] = WriterFailure(module, what, message[:MAX_MESSAGE],
+                                                     earlier.tries + 1 if earlier else 1)
 
     @staticmethod
     def read_text(path: Path, within: Path) -> str:
@@ -753,6 +791,7 @@ class Generation:
             "coverage": coverage,
             "files": files,
             "notes": self.notes,
+            "writer_failures": [asdict(failure) for failure in self.writer_failures.values()],
             "timings": self.timings,
         }
 

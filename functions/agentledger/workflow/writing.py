@@ -15,9 +15,9 @@ import json
 import tarfile
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .. import metric_names
 from ..agent import Plan, PlanItem, java
@@ -94,6 +94,25 @@ class Finding(BaseModel):
     message: str = Field(default="", max_length=2_000)
 
 
+WriterEnding = Literal["crashed", "timed_out", "wrote_nothing", "unreadable", "not_searched"]
+WRITER_ENDINGS: dict[str, str] = {
+    "crashed": "crashed", "timed_out": "timed out", "wrote_nothing": "wrote nothing",
+    "unreadable": "wrote what could not be read", "not_searched": "was not run",
+}
+
+
+class WriterFailure(BaseModel):
+    """A targeted module the writer wrote no test for, and how its last try ended, with the last
+    error it printed (the build's text: shown with any hidden character escaped)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    module: str = Field(max_length=300)
+    what: WriterEnding
+    message: Annotated[str, AfterValidator(printable)] = Field(default="", max_length=2_000)
+    tries: int = Field(default=1, ge=1, le=100)
+
+
 class ModuleCoverage(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -129,6 +148,7 @@ class GenerationReport(BaseModel):
     findings: list[Finding] = Field(default_factory=list, max_length=MAX_FINDINGS)
     coverage: dict[str, CoverageChange] = Field(default_factory=dict, max_length=1_000)
     notes: list[str] = Field(default_factory=list, max_length=200)
+    writer_failures: list[WriterFailure] = Field(default_factory=list, max_length=400)
     timings: dict[str, float] = Field(default_factory=dict, max_length=20)
 
     @property
@@ -167,6 +187,13 @@ def coverage_line(path: str, change: CoverageChange) -> str:
     return f"{path}: {shown(change.before)} → {shown(change.after)}"
 
 
+def writer_failure_line(report: GenerationReport, failure: WriterFailure) -> str:
+    """`parse: Pynguin crashed (2 tries): RuntimeError: Failed to compute stacksize (exited 1 in 3 s)`."""
+    tries = f" ({failure.tries} tries)" if failure.tries > 1 else ""
+    said = f": {failure.message}" if failure.message else ""
+    return f"{failure.module}: {report.writer} {WRITER_ENDINGS[failure.what]}{tries}{said}"
+
+
 def finding_line(finding: Finding) -> str:
     if finding.kind == "hidden_text":
         # Why first: a terminal's view cuts a finding's line at its width.
@@ -179,6 +206,9 @@ def value_markdown(report: GenerationReport) -> list[str]:
     """What a pull request leads with: the funnel, the coverage of the targeted modules, the findings."""
     lines = [f"**Tests:** {funnel_line(report)}", "", "**Coverage of the targeted modules (before → after)**",
              *[f"- {coverage_line(path, change)}" for path, change in sorted(report.coverage.items())]]
+    if report.writer_failures:
+        lines += ["", f"**Modules the writer wrote no test for** ({len(report.writer_failures)})",
+                  *[f"- {writer_failure_line(report, failure)}" for failure in report.writer_failures[:FINDINGS_SHOWN]]]
     if report.findings:
         lines += ["", f"**Findings** ({len(report.findings)}, for the reviewer to judge)",
                   *[f"- {finding_line(finding)}" for finding in report.findings[:FINDINGS_SHOWN]]]
@@ -298,6 +328,7 @@ class TestWriting:
             self.metrics.count(metric, report.funnel.get(name, 0))
         self.metrics.count(metric_names.CANDIDATES_KEPT, len(report.kept))
         self.metrics.count(metric_names.COVERAGE_GAINED, report.coverage_gained())
+        self.metrics.count(metric_names.WRITER_FAILURES, len(report.writer_failures))
 
 
 def believed_result(test_run: TestRun, archive: bytes | None, contents: Any, planned: list[str]) -> BuildResult:

@@ -307,6 +307,9 @@ def _value(generation: Mapping[str, Any] | None) -> list[str]:
     if generation["coverage"]:
         gained = generation['coverage_gained']
         lines.append(f"           {gained:+.1f} points of line coverage over the targeted modules")
+    failures = generation.get("writer_failures") or []
+    lines += [f"  {'no test' if number == 0 else '':<8} {truncate(line, BOX_WIDTH)}"
+              for number, line in enumerate(failures)]
     findings = generation["findings"]
     if findings:
         lines.append(f"  findings {generation['findings_total']} for the reviewer to judge:")

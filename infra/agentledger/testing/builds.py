@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agentledger.testing.adapters import InMemoryArtifacts
 
 Outcome = Literal["pass", "fail", "no_tests", "nothing_collected", "timeout", "install_timeout", "no_upload"]
-Generation = Literal["keep_all", "keep_none"]
+Generation = Literal["keep_all", "keep_none", "writer_crashed"]
 
 
 def results_archive(outcome: Outcome, tests: int = 2) -> bytes:
@@ -44,9 +44,11 @@ def results_archive(outcome: Outcome, tests: int = 2) -> bytes:
 
 def generation_archive(request: dict[str, Any], written: dict[str, str], generation: Generation) -> bytes:
     """What a generation build uploads: the request's candidates (or, for Pynguin, one test per
-    target) all kept, or all dropped by the coverage filter, with the coverage that shows it."""
-    files = dict(written)
-    for target in request["targets"]:
+    target) all kept, or all dropped by the coverage filter, with the coverage that shows it; or,
+    `writer_crashed`, none, the writer having crashed twice on every target."""
+    crashed = generation == "writer_crashed"
+    files = {} if crashed else dict(written)
+    for target in [] if crashed else request["targets"]:
         if request["writer"] == "pynguin" and target["test_path"] not in files:
             module = target["module"]
             test = f"def test_{module.replace('.', '_')}():\n    assert {module}\n"
@@ -72,7 +74,10 @@ def generation_archive(request: dict[str, Any], written: dict[str, str], generat
                          "coverage": kept_count},
               "findings": [{"module": request["targets"][0]["module"], "test": "test_raises", "source": "f(None)",
                             "exception": "TypeError", "message": "bad operand"}] if request["targets"] else [],
-              "files": {path: text for path, text in files.items() if generation == "keep_all"}}
+              "files": {path: text for path, text in files.items() if generation == "keep_all"},
+              "writer_failures": [{"module": target["module"], "what": "crashed", "tries": 2,
+                                   "message": "RuntimeError: Failed to compute stacksize (exited 1 in 3.09 s)"}
+                                  for target in request["targets"]] if crashed else []}
     result = {"install": {"commands": 1, "exit_code": 0, "duration_s": 0.1, "timed_out": False, "cache_hit": True},
               "test": {"command": "generate", "exit_code": 0, "duration_s": 0.5, "timed_out": False},
               "junit_files": []}

@@ -13,6 +13,7 @@ from agentledger.buildkit.generation import (
     context_owner,
     junit_outcomes,
     keep_coverage_gains,
+    last_error,
     outcome_of,
     pynguin_candidates,
     repeated_in_one_session,
@@ -177,3 +178,19 @@ def test_the_deployment_may_ask_for_fewer_or_more_runs_in_a_row() -> None:
 
     repeated_runs([steady], "pass_with_suite", run, runs=2)
     assert ran == [1, 2] and steady.runs["pass_with_suite"] == 2
+
+
+def test_the_last_error_a_crashed_writer_printed_is_its_message_even_inside_rich_boxes() -> None:
+    printed = (
+        "pynguin: parse (seed 1, branch coverage, 30 s)\n"
+        "                    │ ❱  158 │   │   raise RuntimeError(msg)  │\n"
+        "                    RuntimeError: Failed to compute stacksize,  \n"
+        "                    │    293 │   except (Exception, TestExecu │\n"
+        "│ pynguin.instrumentation.InstrumentationError: the block 0 is not part of this bytecode │\n"
+        "[agentledger: exited 1 in 3.09 s]\n"
+    )
+
+    assert last_error(printed) == ("pynguin.instrumentation.InstrumentationError: "
+                                   "the block 0 is not part of this bytecode")
+    assert last_error(printed.split("│    293")[0]) == "RuntimeError: Failed to compute stacksize,"
+    assert last_error("collected 0 items\n[agentledger: exited 5 in 1 s]\n") == ""

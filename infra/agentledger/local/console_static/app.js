@@ -845,6 +845,10 @@ shown are escaped first (`visible`). Lists are capped so a run of ten thousand f
     if (generation) {
       out.push(h('h3', null, 'Tests written'), h('p', null, generation.funnel));
       if (generation.coverage.length) out.push(h('ul', {class: 'list-plain'}, generation.coverage.slice(0, 50).map((line) => h('li', null, line))));
+      if ((generation.writer_failures || []).length) {
+        out.push(h('p', null, 'No test written for:'),
+          h('ul', null, generation.writer_failures.map((line) => h('li', null, line))));
+      }
       if (generation.findings.length) {
         out.push(h('p', null, `${generation.findings_total} finding(s):`),
           h('ul', null, generation.findings.map((line) => h('li', null, line))));
