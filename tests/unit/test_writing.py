@@ -15,7 +15,7 @@ from agentledger import metric_names
 from agentledger.agent import DocstringExamplePlanner, Execution, Plan, PlanItem, ReferenceAgent
 from agentledger.buildkit import layout
 from agentledger.cli import render
-from agentledger.errors import GenerationFailedError, HiddenTextError
+from agentledger.errors import GenerationFailedError, HiddenTextError, NoTestsRanError
 from agentledger.faults import SimulatedCrash
 from agentledger.generation import GenerationLimits
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
@@ -23,7 +23,7 @@ from agentledger.states import BuildStatus
 from agentledger.testing.agent import InstantAgent
 from agentledger.testing.builds import archive_of, generation_archive
 from agentledger.testing.effects import InMemoryTracker
-from agentledger.testing.world import World, build_world
+from agentledger.testing.world import UP_TO_REVIEW, World, build_world
 from agentledger.workflow.writing import (
     BuildResult,
     CandidateResult,
@@ -134,6 +134,30 @@ def test_a_writer_that_crashed_on_every_module_is_shown_with_its_error_and_count
     shown = "\n".join(render.summary(summary))
     assert "  no test  " in shown and "RuntimeError: Failed to compute stacksize" in shown
     assert "0 written" in shown
+
+
+def test_a_project_with_no_tests_that_the_writer_added_none_to_reaches_review_with_nothing_kept(
+    tmp_path: Path,
+) -> None:
+    world = build_world(tmp_path)
+    world.builds.generation, world.builds.outcome = "keep_none", "nothing_collected"
+
+    run_id, _ = world.to_review()
+
+    ledger = world.ledger.load(run_id)
+    assert (ledger.run.status, ledger.run.outcome) == (RunStatus.AWAITING_REVIEW, RunOutcome.NO_TESTS_KEPT)
+    assert ledger.stages["verify"].status == StageStatus.COMPLETE
+    assert not [d for d in ledger.decisions if d.kind == "handoff"]
+    assert ledger.latest_test_run().report["outcome"] == "no_tests"
+
+
+def test_tests_written_that_did_not_run_still_fail_verify(tmp_path: Path) -> None:
+    world = build_world(tmp_path)
+    world.builds.outcome = "nothing_collected"
+    run_id, execution = world.create()
+
+    with pytest.raises(NoTestsRanError):
+        world.run(run_id, execution, *UP_TO_REVIEW)
 
 
 def test_the_pull_request_leads_with_the_funnel_the_coverage_and_the_findings(tmp_path: Path) -> None:

@@ -139,10 +139,11 @@ class TestBuilds:
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:
             return VerifyProgress(progress.run, progress.test_run, poll_after_s=progress.poll_after_s)
-        return self._read_results(progress.run, progress.test_run, config, progress.archive)
+        return self._read_results(progress.run, progress.test_run, config, progress.archive,
+                                  wrote_tests=bool(test_files))
 
     def _read_results(self, run: Run, test_run: TestRun, config: TestRunConfig,
-                      archive: bytes | None) -> VerifyProgress:
+                      archive: bytes | None, wrote_tests: bool) -> VerifyProgress:
         run_id = run.run_id
         contents = read_output_archive(archive) if archive is not None else None
         report, counts = judge(test_run, config, contents)
@@ -157,7 +158,7 @@ class TestBuilds:
         if counts is not None:
             refs.append(self.artifacts.put_json(run_id, Stage.VERIFY, "test-results.json",
                                                 counts.model_dump(mode="json")))
-        return VerifyProgress(run, test_run, artifacts=refs, report=report, failure=_failure(report))
+        return VerifyProgress(run, test_run, artifacts=refs, report=report, failure=_failure(report, wrote_tests))
 
 
 @dataclass(frozen=True)
@@ -293,9 +294,12 @@ def judge(test_run: TestRun, config: TestRunConfig,
     return TestReport(outcome="passed", passed=True, reason=f"the test command exited 0{detail}", **base), counts
 
 
-def _failure(report: TestReport) -> Exception | None:
+def _failure(report: TestReport, wrote_tests: bool) -> Exception | None:
     if report.passed:
         return None
     if report.outcome == "no_tests":
-        return NoTestsRanError(report.reason)
+        # A project without tests of its own that the writers added none to has nothing to run: the
+        # run's outcome (no tests kept) says so, and the reviewer sees why, with no one handed it.
+        # Tests written that did not run are a failure: they were to show the change works.
+        return NoTestsRanError(report.reason) if wrote_tests else None
     return VerificationFailedError(f"{report.reason}; see test-output.txt")
