@@ -400,7 +400,7 @@ def test_run_on_a_directory_outside_the_roots_uploads_it_as_to_a_deployed_api(
     outside = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".agentledger-e2e-"))  # not under serve's roots
     try:
         (outside / "calc.py").write_text((repository / "calc.py").read_text())
-        created = cli("run", str(outside)).json()
+        created = cli("run", str(outside), "--no-wait").json()
         run = http(api_url, "GET", f"/runs/{created['run_id']}").body["run"]
         assert run["repository"].startswith("s3://") and run["repository"].endswith(".tar.gz")
     finally:

@@ -180,7 +180,7 @@ def test_starts_past_the_start_rate_are_a_429_with_retry_after_and_the_cli_waits
             except urllib.error.HTTPError as error:
                 answers.append((error.code, dict(error.headers), json.loads(error.read())))
         cli = subprocess.run([sys.executable, "-m", "agentledger.cli.main", "run", str(sample_repo),
-                              "--api", server.url, "--json", "--idempotency-key", key],
+                              "--api", server.url, "--json", "--no-wait", "--idempotency-key", key],
                              capture_output=True, text=True, timeout=120,
                              env={**environment, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(tmp_path)}, check=False)
     finally:

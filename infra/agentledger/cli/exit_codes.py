@@ -18,8 +18,9 @@ class ExitCode(IntEnum):
 MEANING: dict[ExitCode, str] = {
     ExitCode.OK: "done: the command answered, or the followed run is complete or waits for review",
     ExitCode.USER_ERROR: "a problem to fix; the one line on stderr says what",
-    ExitCode.NEEDS_PERSON: "the followed run (`--wait`) needs a person; every failure ends there",
-    ExitCode.STILL_RUNNING: "`--wait` gave up after `--timeout`; the run goes on",
+    ExitCode.NEEDS_PERSON: ("the followed run (`run`, `resume --wait`, `show --follow`) needs a person; "
+                          "every failure ends there"),
+    ExitCode.STILL_RUNNING: "following gave up after `--timeout`; the run goes on",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.CLOSED_PIPE: "the reader of stdout went away (`show RUN | head`); nothing more is printed",
 }

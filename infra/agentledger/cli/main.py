@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 DEFAULT_API = "http://127.0.0.1:8787"
 DEFAULT_PORT = 8787
 DEFAULT_REQUEST = "Write tests for the functions that lack them"
-DEFAULT_WAIT_TIMEOUT_S = 120.0
+# Following gives up after half an hour (the run goes on): a slow suite and a test writer's search
+# take minutes, and Ctrl-C stops following sooner.
+DEFAULT_WAIT_TIMEOUT_S = 1800.0
 LISTENING_PROBE_TIMEOUT_S = 2.0
 # What `serve` and `demo` import beyond the package: the `local` extra of pyproject.toml.
 LOCAL_EXTRA_MODULES = ("moto", "aws_cdk", "constructs", "cdk_nag")
@@ -282,7 +284,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    _emit(args, _client(args).get(run_path(args.run_id)), render.run_timeline)
+    client = _client(args)
+    if args.follow:
+        return _follow_and_report(args, client, args.run_id)
+    _emit(args, client.get(run_path(args.run_id)), render.run_timeline)
     return 0
 
 
@@ -445,8 +450,14 @@ def _global_options(defaults: bool) -> argparse.ArgumentParser:
     return options
 
 
-def _add_wait_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--wait", action="store_true", help="follow the run until it settles, stage by stage")
+def _add_wait_options(command: argparse.ArgumentParser, *, by_default: bool) -> None:
+    follows = "follow the run until it settles, stage by stage"
+    command.add_argument("--wait", action=argparse.BooleanOptionalAction, default=by_default,
+                         help=f"{follows} (--no-wait: print the new run and return)" if by_default else follows)
+    _add_timeout_option(command)
+
+
+def _add_timeout_option(command: argparse.ArgumentParser) -> None:
     command.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_WAIT_TIMEOUT_S, metavar="SECONDS",
                          help="give up following after this long (default %(default)g)")
 
@@ -492,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
                           ".gitignore is honoured)")
     run.add_argument("--idempotency-key", metavar="KEY",
                      help="names the run: repeating the command with the same key and body returns the same run")
-    _add_wait_options(run)
+    # A run is followed until it settles unless --no-wait: what a person who starts one wants to see.
+    _add_wait_options(run, by_default=True)
 
     runs = command("runs", cmd_runs, "list runs, newest first")
     runs.add_argument("--status", choices=[status.value for status in RunStatus])
@@ -501,6 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = command("show", cmd_show, "the whole ledger of a run: handoff, stages, evidence, artifacts, history")
     show.add_argument("run_id", metavar="RUN")
+    show.add_argument("--follow", action="store_true",
+                      help="pick the run up again: follow it from where it stands until it settles")
+    _add_timeout_option(show)
 
     artifact = command("artifact", cmd_artifact, "print or save one of a run's artifacts")
     artifact.add_argument("run_id", metavar="RUN")
@@ -526,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     resume = command("resume", cmd_resume, "resume a stopped run from what is still valid")
     resume.add_argument("run_id", metavar="RUN")
-    _add_wait_options(resume)
+    _add_wait_options(resume, by_default=False)
 
     command("crash-points", cmd_crash_points, "the STAGE:POINT values `run --crash` accepts")
 
