@@ -41,7 +41,7 @@ from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say
 from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
 COVERAGE_REQUIREMENT = "coverage==7.18.0"
@@ -180,7 +180,45 @@ def is_test_node(node: ast.stmt) -> bool:
 
 
 def join_test_file(header: str, tests: list[str]) -> str:
+    """The test module of these tests, without an import none of them (nor the rest of the header)
+    uses: a test dropped by a filter takes its imports with it."""
+    header = without_unused_imports(header, tests)
     return header.rstrip("\n") + "\n" + "".join(f"\n\n{source.rstrip()}\n" for source in tests)
+
+
+def without_unused_imports(header: str, tests: list[str]) -> str:
+    """`header` without each import statement whose every name no code of the file mentions (as a
+    name, an attribute's base or a parameter, such as a fixture's). `from __future__` and `*`
+    imports stay; a header or test that does not parse is left as it is."""
+    try:
+        tree = ast.parse(header)
+        mentioned = [ast.parse(source) for source in tests]
+    except (SyntaxError, ValueError):
+        return header
+    lines = header.splitlines(keepends=True)
+    dropped: set[int] = set()
+    for node in tree.body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or (
+                isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            continue
+        bound = {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        others = [other for other in tree.body if other is not node] + mentioned
+        if "*" not in bound and not bound & _names_used(others):
+            dropped.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    return "".join(line for number, line in enumerate(lines) if number not in dropped)
+
+
+def _names_used(nodes: Sequence[ast.AST]) -> set[str]:
+    used: set[str] = set()
+    for root in nodes:
+        if isinstance(root, (ast.Import, ast.ImportFrom)):
+            continue
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.arg):
+                used.add(node.arg)
+    return used
 
 
 def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple[TestFile, list[Finding]]:
@@ -191,6 +229,10 @@ def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple
     kept: list[ast.stmt] = []
     findings: list[Finding] = []
     for node in tree.body:
+        if alias is not None and _is_alias_of(node, alias):
+            # `mod_ = sys.modules["pkg.mod"]` reads as a person writes it, and an inventory sees the import.
+            kept.append(ast.Import(names=[ast.alias(name=target.module, asname=alias)]))
+            continue
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             node.name = unique_name(test_name_for(node, alias), used)
             if any(is_xfail(decorator) for decorator in node.decorator_list):
@@ -211,6 +253,11 @@ def module_alias(tree: ast.Module, module: str) -> str | None:
                 and isinstance(node.value, ast.Subscript) and ast.unparse(node.value) == f"sys.modules['{module}']"):
             return node.targets[0].id
     return None
+
+
+def _is_alias_of(node: ast.stmt, alias: str) -> bool:
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == alias and isinstance(node.value, ast.Subscript))
 
 
 def test_name_for(node: ast.FunctionDef, alias: str | None) -> str:
