@@ -357,7 +357,7 @@ def _generation_view(report: GenerationReport) -> dict[str, Any]:
         "funnel": funnel_line(report),
         "coverage": [coverage_line(path, change) for path, change in sorted(report.coverage.items())],
         "coverage_gained": report.coverage_gained(),
-        "findings": [finding_line(finding) for finding in report.findings[:FINDINGS_SHOWN]],
+        "findings": [finding_line(finding) for finding in report.ranked_findings()[:FINDINGS_SHOWN]],
         "findings_total": len(report.findings),
         "writer_failures": [writer_failure_line(report, failure)
                             for failure in report.writer_failures[:FINDINGS_SHOWN]],

@@ -28,6 +28,7 @@ from agentledger.workflow.writing import (
     BuildResult,
     CandidateResult,
     GenerationReport,
+    finding_line,
     value_markdown,
     without_hidden_text,
 )
@@ -405,3 +406,18 @@ def test_the_pull_request_names_the_modules_the_writer_wrote_nothing_for_with_hi
     assert "- parse.util: pynguin timed out (2 tries)" in body
     # A report an earlier release recorded, before writers' failures were: read as none.
     assert GenerationReport.model_validate({"writer": "pynguin", "funnel": {}, "candidates": []}).writer_failures == []
+
+
+def test_findings_from_an_argument_of_the_wrong_type_come_last_and_say_so() -> None:
+    def raises(exception: str, call: str) -> dict[str, str]:
+        return {"module": "slugify", "test": "t", "source": call, "exception": exception, "message": "boom"}
+
+    report = GenerationReport.model_validate({"writer": "pynguin", "funnel": {}, "candidates": [], "findings": [
+        raises("TypeError", "slugify(text=set())"), raises("builtins.AttributeError", "slugify(text=1j)"),
+        raises("ValueError", "slugify(text='', max_length=-1)")]})
+
+    lines = [finding_line(finding) for finding in report.ranked_findings()]
+
+    assert lines[0] == "slugify: `slugify(text='', max_length=-1)` raises ValueError: boom"
+    assert all(line.endswith("(an argument of the wrong type, likely)") for line in lines[1:])
+    assert "\n".join(value_markdown(report)).index("ValueError") < "\n".join(value_markdown(report)).index("TypeError")

@@ -79,6 +79,11 @@ class CandidateResult(BaseModel):
         return self.dropped_by is None
 
 
+# What a call raises when an argument is of a type the code does not take ('set' object has no
+# attribute 'lower'; can only concatenate str (not "complex")).
+WRONG_TYPE_EXCEPTIONS = frozenset({"TypeError", "AttributeError"})
+
+
 class Finding(BaseModel):
     """For the reviewer to judge: an input that makes the code raise where nothing said it should
     (`raises`, in the module under test), or a test kept by the build and dropped here for a
@@ -92,6 +97,10 @@ class Finding(BaseModel):
     source: str = Field(max_length=MAX_FINDING_SOURCE)
     exception: str = Field(default="", max_length=200)
     message: str = Field(default="", max_length=2_000)
+
+    def wrong_type(self) -> bool:
+        """Raised, most likely, because the call passed an argument of a type the code does not take."""
+        return self.kind == "raises" and self.exception.rsplit(".", 1)[-1] in WRONG_TYPE_EXCEPTIONS
 
 
 WriterEnding = Literal["crashed", "timed_out", "wrote_nothing", "unreadable", "not_searched"]
@@ -155,6 +164,11 @@ class GenerationReport(BaseModel):
     def kept(self) -> list[CandidateResult]:
         return [candidate for candidate in self.candidates if candidate.kept]
 
+    def ranked_findings(self) -> list[Finding]:
+        """The findings a reviewer should read first, first: what raised on an argument of the wrong
+        type (a test writer's random `text=set()`) says little about the code, so it comes last."""
+        return sorted(self.findings, key=lambda finding: finding.wrong_type())
+
     def coverage_gained(self) -> float:
         """Points of line coverage the kept tests add over all targeted modules together."""
         before = [change.before for change in self.coverage.values() if change.before and change.after]
@@ -199,7 +213,8 @@ def finding_line(finding: Finding) -> str:
         # Why first: a terminal's view cuts a finding's line at its width.
         return f"`{finding.test}` dropped: it {finding.message} ({finding.module})"
     call = " ".join(finding.source.splitlines()[-1].split())
-    return f"{finding.module}: `{call}` raises {finding.exception or '?'}: {finding.message}"
+    likely = " (an argument of the wrong type, likely)" if finding.wrong_type() else ""
+    return f"{finding.module}: `{call}` raises {finding.exception or '?'}: {finding.message}{likely}"
 
 
 def value_markdown(report: GenerationReport) -> list[str]:
@@ -211,7 +226,7 @@ def value_markdown(report: GenerationReport) -> list[str]:
                   *[f"- {writer_failure_line(report, failure)}" for failure in report.writer_failures[:FINDINGS_SHOWN]]]
     if report.findings:
         lines += ["", f"**Findings** ({len(report.findings)}, for the reviewer to judge)",
-                  *[f"- {finding_line(finding)}" for finding in report.findings[:FINDINGS_SHOWN]]]
+                  *[f"- {finding_line(finding)}" for finding in report.ranked_findings()[:FINDINGS_SHOWN]]]
     return lines
 
 
