@@ -11,6 +11,7 @@ ones are written; the status comes from the build service, which the build canno
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -26,6 +27,7 @@ from ..states import BuildStatus
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
 from ..testrun.junit import TestCounts, summarize_junit
 from ..testrun.layout import build_timeout_minutes
+from ..testrun.pytest_config import PLUGIN_OPTIONS
 from .builds import (
     BuildAllowance,
     BuildInputs,
@@ -288,10 +290,34 @@ def judge(test_run: TestRun, config: TestRunConfig,
                                  f"({counts.skipped} skipped)", **base), counts
     if suite.exit_code != 0:
         detail = f": {counts.failed} failed, {counts.errors} errored of {counts.tests}" if counts else ""
+        lacking = "" if counts and counts.tests else what_the_suite_lacked(contents.output if contents else "")
         return TestReport(outcome="failed", passed=False,
-                          reason=f"the test command exited {suite.exit_code}{detail}", **base), counts
+                          reason=f"the test command exited {suite.exit_code}{detail}{lacking}", **base), counts
     detail = f": {counts.passed} passed, {counts.skipped} skipped" if counts else " (it wrote no JUnit XML to count)"
     return TestReport(outcome="passed", passed=True, reason=f"the test command exited 0{detail}", **base), counts
+
+
+# How pytest says it could not start: an option of a plugin it does not have, a module the suite
+# (or its conftest) imports that no install put there.
+UNKNOWN_OPTION = re.compile(r"error: unrecognized arguments: (-[^\s]+)")
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_.]{1,100})'")
+DECLARE = ("; declare it in agentledger.toml, e.g. "
+           'install = ["python -I -m pip install . pytest {package}"]')
+
+
+def what_the_suite_lacked(output: str) -> str:
+    """Why a suite that ran no test could not start, and how a repository declares what it lacked;
+    empty when its output does not say."""
+    if found := UNKNOWN_OPTION.search(output):
+        option = found[1].split("=", 1)[0]
+        plugin = next((name for name, options in PLUGIN_OPTIONS.items() if option in options), "THE-PLUGIN")
+        return (f": the suite could not start: pytest does not know {option}, an option of a plugin"
+                f" the project does not declare" + DECLARE.format(package=plugin))
+    if module := MISSING_MODULE.search(output):
+        top = module[1].split(".")[0]
+        return (f": the suite could not start: it imports {module[1]}, which nothing installed"
+                + DECLARE.format(package=top.replace("_", "-")))
+    return ""
 
 
 def _failure(report: TestReport, wrote_tests: bool) -> Exception | None:
