@@ -87,6 +87,11 @@ SANDBOX_ENV_NAMES = frozenset({"PATH", "HOME", "VIRTUAL_ENV", "PYTHONPATH"})
 SANDBOX_ENV_PREFIXES = ("AWS_", "AGENTLEDGER_")
 
 PYTHON_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
+GRADLE_MARKERS = ("build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts")
+# What a Gradle team writes (docs/guides/repository.md explains each line): Gradle's own test task,
+# its JUnit XML, and the jacoco plugin's report when the build applies it.
+GRADLE_EXAMPLE = ('test = "./gradlew test --no-daemon", junit = ["build/test-results/test/*.xml", '
+                  '"*/build/test-results/test/*.xml"], jacoco = ["build/reports/jacoco/test/jacocoTestReport.xml"]')
 REQUIREMENTS_FILES = (
     "requirements.txt", "requirements-dev.txt", "requirements-test.txt", "test-requirements.txt",
     "dev-requirements.txt", "requirements/test.txt", "requirements/dev.txt",
@@ -343,6 +348,12 @@ FORMER_NAMES = {"generation_seconds": "generation_run_seconds"}
 def _detect_ecosystem(root: Path, explicit: _Explicit) -> str:
     if (root / "pom.xml").is_file():
         return "maven"
+    if gradle := _existing(root, GRADLE_MARKERS):
+        if "test" in explicit.values:
+            return "custom"
+        raise ConfigError(
+            f"a Gradle project ({gradle[0]}): agentledger runs Maven, Python and Node suites by itself; for Gradle, "
+            f"say in {EXPLICIT_FILE} how the suite runs and where it reports: {GRADLE_EXAMPLE}")
     if (root / "package.json").is_file():
         return "node"
     if _existing(root, PYTHON_MARKERS) or _has_python_modules(root):

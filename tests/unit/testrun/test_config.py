@@ -367,3 +367,26 @@ def test_a_repository_may_ask_for_its_project_to_be_installed_from_its_tree_or_n
 def test_a_key_an_earlier_release_read_is_read_under_the_name_it_has_now(tmp_path: Path) -> None:
     repository(tmp_path, {"agentledger.toml": "generation_seconds = 120\n", "mod.py": "X = 1\n"})
     assert load_config(tmp_path).generation_run_seconds == 120
+
+
+@pytest.mark.parametrize("marker", ["build.gradle", "build.gradle.kts", "settings.gradle.kts"])
+def test_a_gradle_project_is_told_what_to_configure(tmp_path: Path, marker: str) -> None:
+    repository(tmp_path, {marker: "plugins { java }\n", "buildSrc/helper.py": ""})
+
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+
+    assert f"a Gradle project ({marker})" in str(refused.value)
+    for line in ('test = "./gradlew test --no-daemon"', 'junit = ["build/test-results/test/*.xml"',
+                 'jacoco = ["build/reports/jacoco/test/jacocoTestReport.xml"]'):
+        assert line in str(refused.value)
+
+
+def test_a_gradle_project_that_says_how_it_tests_runs_as_it_says(tmp_path: Path) -> None:
+    repository(tmp_path, {"build.gradle.kts": "plugins { java }\n", "agentledger.toml":
+                          'test = "./gradlew test --no-daemon"\njunit = ["build/test-results/test/*.xml"]\n'})
+
+    config = load_config(tmp_path)
+
+    assert (config.ecosystem, config.test, config.junit) == (
+        "custom", "./gradlew test --no-daemon", ["build/test-results/test/*.xml"])
