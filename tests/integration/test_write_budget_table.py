@@ -13,7 +13,7 @@ import pytest
 
 from agentledger.adapters.dynamodb_write_budget import WriteBudgetTable
 from agentledger.limits import WriteBudget
-from infra.local.runtime import REGION
+from agentledger.local.runtime import REGION
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
