@@ -1,7 +1,7 @@
-"""The wheel installed as a user installs it, into a fresh venv and away from any checkout:
-`pip install '<wheel>[local]'` gives an `agentledger` whose --help, serve and demo work (the demo
-checked in full: it is `make demo`), and without the extra, serve and demo say in one line which
-extra to install."""
+"""The wheel installed as a user installs it, into a fresh venv and away from any checkout: without
+the local extra, serve and demo say in one line which extra to install, and `pip install
+'<wheel>[local]'` then gives an `agentledger` whose --help, serve and demo work (the demo checked in
+full: it is `make demo`)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,6 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pytest
-
 from agentledger.deploy import HOST_ONLY_SUBPACKAGES
 from tests.wheel import build_wheel
 
@@ -20,6 +18,8 @@ from .conftest import NODE_MAJOR, REQUESTER, CliResult, assert_one_line_error, f
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
 
 INSTALL_TIMEOUT_S = 600  # moto[all] and aws-cdk-lib, downloaded: a minute or two
@@ -30,27 +30,31 @@ INHERITED = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
 
 @dataclass(frozen=True)
 class Installed:
-    command: str
+    venv: Path
     environment: dict[str, str]
     home: Path  # the working directory, and where its caches and callers' profiles go
 
     def run(self, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.command, *args], cwd=self.home, env=self.environment, capture_output=True,
-                              text=True, timeout=timeout_s, check=False)
+        return subprocess.run([str(self.venv / "bin" / "agentledger"), *args], cwd=self.home, env=self.environment,
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
+
+    def pip_install(self, requirement: str) -> None:
+        # pip's environment is this one's less what it must not inherit: its cache is the user's.
+        environment = {name: value for name, value in os.environ.items() if name not in INHERITED}
+        # --no-compile: byte-compiling every installed module (moto's extras alone are thousands) is
+        # half the install's time; what the CLI imports is compiled as it imports it.
+        installed = subprocess.run([str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                                    "--no-compile", requirement],
+                                   cwd=self.home, env=environment, capture_output=True, text=True,
+                                   timeout=INSTALL_TIMEOUT_S, check=False)
+        assert installed.returncode == 0, installed.stderr[-3000:]
 
 
-def _install(workdir: Path, requirement: str) -> Installed:
+def _fresh_venv(workdir: Path) -> Installed:
     venv, home = workdir / "venv", workdir / "home"
     home.mkdir()
-    environment = {name: value for name, value in os.environ.items() if name not in INHERITED}
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    # --no-compile: byte-compiling every installed module (moto's extras alone are thousands) is
-    # half the install's time; what the CLI imports is compiled as it imports it.
-    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
-                                requirement],
-                               cwd=home, env=environment, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                               check=False)
-    assert installed.returncode == 0, installed.stderr[-3000:]
+    environment = {name: value for name, value in os.environ.items() if name not in INHERITED}
     environment.update({
         "PATH": f"{venv / 'bin'}{os.pathsep}{environment.get('PATH', '')}",
         # A cache of its own: the installed package synthesizes and builds the layer itself.
@@ -58,47 +62,37 @@ def _install(workdir: Path, requirement: str) -> Installed:
         "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(home / "profiles"),
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR,
     })
-    return Installed(str(venv / "bin" / "agentledger"), environment, home)
+    return Installed(venv, environment, home)
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+def test_without_the_local_extra_serve_and_demo_name_it_and_with_it_help_serve_and_demo_work(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One fresh venv, as a user fills it: the wheel alone, then its local extra added."""
+    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    installed = _fresh_venv(tmp_path_factory.mktemp("installed"))
 
-
-@pytest.fixture(scope="module")
-def bare(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    return _install(tmp_path_factory.mktemp("bare"), str(wheel))
-
-
-@pytest.fixture(scope="module")
-def local(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    return _install(tmp_path_factory.mktemp("local"), f"{wheel}[local]")
-
-
-def test_without_the_local_extra_help_works_and_serve_names_the_extra_in_one_line(bare: Installed) -> None:
-    assert bare.run("--help").returncode == 0
-
+    installed.pip_install(str(wheel))
+    assert installed.run("--help").returncode == 0
     for command in (["serve", "--port", str(free_port())], ["demo"]):
-        result = bare.run(*command)
+        result = installed.run(*command)
         refused = CliResult(result.returncode, result.stdout, result.stderr)
         assert_one_line_error(refused, f"{command[0]} needs the local extra", "pip install 'agentledger[local]'")
 
-
-def test_with_the_local_extra_help_serve_and_demo_work(local: Installed) -> None:
-    helped = local.run("--help")
+    installed.pip_install(f"{wheel}[local]")
+    helped = installed.run("--help")
     assert helped.returncode == 0 and "serve" in helped.stdout and "demo" in helped.stdout
 
-    logs = local.home / "serve"
+    logs = installed.home / "serve"
     logs.mkdir()
-    with served(logs, local.environment, command=[local.command], cwd=local.home) as url:
-        listed = http(url, "GET", "/runs", profile=REQUESTER, profiles=local.home / "profiles")
+    with served(logs, installed.environment, command=[str(installed.venv / "bin" / "agentledger")],
+                cwd=installed.home) as url:
+        listed = http(url, "GET", "/runs", profile=REQUESTER, profiles=installed.home / "profiles")
         assert listed.status == 200 and listed.body["runs"] == []
 
-    demo = local.run("demo", timeout_s=DEMO_TIMEOUT_S)
+    demo = installed.run("demo", timeout_s=DEMO_TIMEOUT_S)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     _assert_the_demo_recovered_from_every_injected_failure(demo.stdout)
-    _assert_the_code_asset_holds_what_lambda_runs_and_nothing_a_host_runs(local.home / "cache" / "agentledger")
+    _assert_the_code_asset_holds_what_lambda_runs_and_nothing_a_host_runs(installed.home / "cache" / "agentledger")
 
 
 def _assert_the_code_asset_holds_what_lambda_runs_and_nothing_a_host_runs(cache: Path) -> None:
