@@ -347,7 +347,7 @@ def test_a_maven_repository_runs_offline_and_verify_reports_surefire_counts_and_
     report, counts = judge(test_run, load_config(repo), finished.contents)
     assert report.passed, (report.reason, finished.contents.output[-3000:])
     assert counts is not None and (counts.tests, counts.passed) == (2, 2)  # Surefire's XML
-    assert counts.by_package == {"demo": {"passed": 2}}
+    assert counts.by_package == {".: ShapesTest": {"passed": 2}}  # the reactor's root module, its one class
     coverage = report.coverage
     assert coverage is not None, finished.contents.output[-3000:]
     # Shapes.java: the two tests reach 4 of its 8 lines and 3 of its 8 branches.
