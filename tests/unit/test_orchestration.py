@@ -113,6 +113,21 @@ def test_the_review_keeper_heartbeats_a_valid_review_and_fails_a_stale_one(world
     assert world.executions.answered("failure") == [("failure", TOKEN, "StaleContextError")]
 
 
+def test_an_approval_that_arrives_after_the_plan_went_stale_names_the_file_that_changed(world: World) -> None:
+    run_id, execution = world.to_review()
+    digest = world.ledger.get_run(run_id).plan_digest
+    edit_sample_repository(world.repo)
+    world.workflow.keep_reviews_alive()
+    world.workflow.classify(run_id, execution, {"Error": "StaleContextError"}, "await_review")
+    world.run(run_id, execution, Stage.INSPECT)  # the execution replans: the run is running again
+    assert world.ledger.get_run(run_id).status == RunStatus.RUNNING
+
+    with pytest.raises(ReviewRejectedError) as refused:
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest or ""), REVIEWER)
+
+    assert "is not waiting for review" in str(refused.value) and "textkit/slug.py" in str(refused.value)
+
+
 def test_an_approval_of_another_plan_or_of_a_stale_plan_is_refused(world: World) -> None:
     run_id, _ = world.to_review()
     with pytest.raises(ReviewRejectedError, match="not sha256:old"):
