@@ -11,6 +11,7 @@ from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_ow
 
 from . import metric_names
 from .api_contract import (
+    SOURCE_KINDS,
     CreateRunRequest,
     ResumeOutcome,
     ReviewOutcome,
@@ -195,6 +196,7 @@ class RunService:
         generation = self._committed_json(ledger, Stage.EXECUTE, "generation.json")
         report_of_writer = None if generation is None else GenerationReport.model_validate(generation)
         return {
+            "source": SOURCE_KINDS["snapshot" if ledger.run.repository.startswith("s3://") else "directory"],
             "request": ledger.run.request,
             "outcome": ledger.run.outcome,
             "pull_request": (pull.receiver_url or pull.receiver_id) if pull else None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentledger.api_contract import SOURCE_KINDS
 from agentledger.errors import (
     EffectUnconfirmedError,
     ReviewRejectedError,
@@ -216,3 +217,9 @@ def test_a_workspace_a_failed_attempt_left_is_kept_until_it_expires(world: World
     assert not left.parent.exists()
     assert recent.exists()  # a handed-off run's workspace stays for its person until the retention ends
     assert not (root / run_id).exists()
+
+
+def test_a_run_on_a_directory_says_its_source_is_read_in_place_and_can_go_stale(world: World) -> None:
+    run_id, _ = world.create()
+
+    assert world.service.view(run_id)["summary"]["source"] == SOURCE_KINDS["directory"]

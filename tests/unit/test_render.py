@@ -409,3 +409,10 @@ def test_the_tests_section_shows_each_module_and_class_with_failures_first() -> 
 
     assert shown.index("io: ReaderTest") < shown.index(".: CalcTest")
     assert line_with(shown, "io: ReaderTest").endswith("1 failed, 2 passed")
+
+
+def test_the_summary_says_whether_the_runs_source_can_go_stale() -> None:
+    lines = render.summary({"request": "r", "plan": None, "files_changed": [], "source": "an uploaded snapshot",
+                            "tests": {"written": 0, "outcome": None, "passed": None, "failed": None,
+                                      "errors": None, "skipped": None}})
+    assert lines[2] == "  source   an uploaded snapshot"

@@ -266,6 +266,8 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
     if not brief:
         return []
     lines = ["Summary", f"  asked    {truncate(brief['request'], BOX_WIDTH)}"]
+    if brief.get("source"):
+        lines.append(f"  source   {brief['source']}")
     if brief.get("outcome") == "nothing_to_do":
         lines.append("  outcome  nothing to do: the plan writes no files, so nothing is reviewed, ticketed or opened")
     if brief.get("outcome") == "no_tests_kept":
