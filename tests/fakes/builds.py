@@ -110,6 +110,7 @@ class InstantBuilds:
     generations: list[BuildRequest] = field(default_factory=list)  # those builds (also in `started`)
     started: list[BuildRequest] = field(default_factory=list)
     searches: int = 0  # find() calls
+    looks: int = 0  # status() calls
     _polls_left: dict[str, int] = field(default_factory=dict)
     _test_runs: dict[str, str] = field(default_factory=dict)
 
@@ -141,6 +142,7 @@ class InstantBuilds:
         return build_id
 
     def status(self, build_id: str) -> BuildStatus | None:
+        self.looks += 1
         if build_id not in self._polls_left:
             return None
         if self._polls_left[build_id] > 0:

@@ -37,7 +37,7 @@ def test_a_failing_test_run_commits_its_output_but_no_evidence_and_is_handed_to_
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError):
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.stage(Stage.VERIFY, run_id, execution)
 
     ledger = world.ledger.load(run_id)
     verify = ledger.stages["verify"]
@@ -72,7 +72,7 @@ def test_a_resumed_run_keeps_its_valid_stages_and_the_old_execution_is_shut_out(
     run_id, first = world.create()
     world.run(run_id, first, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError):
-        world.workflow.run_stage(Stage.VERIFY, run_id, first)
+        world.stage(Stage.VERIFY, run_id, first)
     world.workflow.classify(run_id, first, {"Error": "VerificationFailedError"}, failed_stage="verify")
 
     world.builds.outcome = "pass"  # the person fixed the cause

@@ -166,6 +166,9 @@ class Builds:
                 waited_s = seconds_between(test_run.created_at, utc_now())
                 return BuildProgress(run, test_run, poll_after_s=room_wait_seconds(waited_s))
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
+            # Not looked at here: the wait parked on it looks once it is parked (build_waits.py),
+            # which also finds a build that ended this soon.
+            return BuildProgress(run, test_run, poll_after_s=BUILD_END_FALLBACK_SECONDS)
         if test_run.status == BuildStatus.IN_PROGRESS:
             status = self._require_builds().status(test_run.build_id or "")
             if status is None or status == BuildStatus.IN_PROGRESS:
