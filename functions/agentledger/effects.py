@@ -44,7 +44,7 @@ from .errors import (
     EffectUnconfirmedError,
 )
 from .fingerprints import digest
-from .freshness import Entrance, require_fresh_upstream
+from .freshness import Entrance, EntryContext, require_fresh_upstream
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .states import EFFECTS, DecisionKind, RunOutcome
 from .workflow.writing import GenerationReport, value_markdown
@@ -111,10 +111,14 @@ class EffectRunner:
         self.persistence = persistence
         self.metrics = metrics
 
-    def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None) -> dict[str, Any]:
+    def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None,
+                entry: EntryContext | None = None) -> dict[str, Any]:
+        """`entry`: the one the invocation made for the stage this effect follows, when it sends the
+        effect too (the review notification): nothing is read again for the effect's own entry."""
         spec = EFFECTS[name]
-        ledger = self.ledger.load(run_id)
-        require_fresh_upstream(self.ledger, self.entrance.enter(ledger), spec.stage, execution, self.metrics)
+        entry = entry or self.entrance.enter(self.ledger.load(run_id))
+        ledger = entry.ledger
+        require_fresh_upstream(self.ledger, entry, spec.stage, execution, self.metrics)
         reason = self._skip_reason(ledger, name)
         if reason is not None:
             self.ledger.append(run_id, new_decision(DecisionKind.EFFECT_SKIPPED, reason, {"effect": name}, execution))

@@ -10,6 +10,7 @@ import pytest
 from agentledger.errors import StaleContextError, SupersededExecutionError, VerificationFailedError
 from agentledger.models import ArtifactRef, Handoff, RunStatus, Stage, StageStatus
 from agentledger.service import ReviewRequest
+from tests.fakes.effects import InMemoryTracker
 from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import edit_sample_repository
 
@@ -151,3 +152,21 @@ def test_every_committed_change_leaves_a_transition_in_stage_order(world: World)
     summary = world.artifacts.get_json(_committed(world, run_id, Stage.COMPLETE, "summary.json"))
     assert summary["approved_by_review"]["decision"] == "approve"
     assert "task_token" not in summary["approved_by_review"]
+
+
+def test_the_review_notification_goes_out_on_the_entry_its_stage_made_reading_nothing_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = build_world(tmp_path, receivers={"notifications": InMemoryTracker()})
+    run_id, execution = world.create()
+    world.run(run_id, execution, *UP_TO_REVIEW)
+    reads: list[str] = []
+    sources = world.workflow.entrance.sources
+    load, snapshot = world.ledger.load, sources.snapshot
+    monkeypatch.setattr(world.ledger, "load", lambda run: reads.append("ledger") or load(run))
+    monkeypatch.setattr(sources, "snapshot", lambda repo: reads.append("repo") or snapshot(repo))
+
+    outcome, entry = world.workflow.request_review(run_id, execution, TOKEN)
+    notified = world.effects.deliver(run_id, execution, "review_notification", entry=entry)
+
+    assert (outcome["status"], notified["status"]) == (RunStatus.AWAITING_REVIEW, "confirmed")
+    assert reads == ["ledger", "repo"]  # the stage's entry, and nothing for the notification's
