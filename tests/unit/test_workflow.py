@@ -170,3 +170,16 @@ def test_the_review_notification_goes_out_on_the_entry_its_stage_made_reading_no
 
     assert (outcome["status"], notified["status"]) == (RunStatus.AWAITING_REVIEW, "confirmed")
     assert reads == ["ledger", "repo"]  # the stage's entry, and nothing for the notification's
+
+
+def test_the_summary_shows_verify_s_report_from_the_ledger_reading_no_artifact(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id, execution = world.ready_to_complete()
+    read: list[str] = []
+    get = world.artifacts.get
+    monkeypatch.setattr(world.artifacts, "get", lambda ref: read.append(ref.name) or get(ref))
+    world.run(run_id, execution, Stage.COMPLETE)
+    assert read == []
+    monkeypatch.undo()
+    summary = world.artifacts.get_json(_committed(world, run_id, Stage.COMPLETE, "summary.json"))
+    assert summary["tests"] == world.artifacts.get_json(_committed(world, run_id, Stage.VERIFY, "command.json"))
