@@ -65,6 +65,16 @@ def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> No
     assert _artifact(world, run_id, "test-config.json")["ecosystem"] == "python"
 
 
+def test_verify_reads_the_written_tests_only_to_start_its_build(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world.builds.polls_before_done = 1
+    run_id, execution = _to_verify(world)
+    read: list[str] = []
+    get = world.artifacts.get
+    monkeypatch.setattr(world.artifacts, "get", lambda ref: read.append(ref.name) or get(ref))
+    assert world.stage(Stage.VERIFY, run_id, execution)["done"]  # started, then looked at twice
+    assert read == ["test-files.json"]
+
+
 def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World) -> None:
     run_id, execution = _to_verify(world)
     world.workflow.run_stage(Stage.VERIFY, run_id, execution)

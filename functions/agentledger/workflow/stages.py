@@ -221,7 +221,7 @@ class StageWork:
         """The tests run in a build of their own, outside this function's trust boundary; this
         stage starts it, is called again until it ends (the state machine waits in between), and
         then records what it showed."""
-        files = self.artifacts.get_json(committed_output(ctx.ledger, Stage.EXECUTE, "test-files.json"))
+        files = committed_output(ctx.ledger, Stage.EXECUTE, "test-files.json")
         previous = ctx.ledger.stages.get(Stage.VERIFY.value)
         failure_reported = (previous is not None and previous.status == StageStatus.FAILED
                             and previous.execution != ctx.execution)

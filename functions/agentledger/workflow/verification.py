@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..buildkit import layout
 from ..errors import NoTestsRanError, VerificationFailedError
-from ..fingerprints import digest, sha256_bytes
+from ..fingerprints import digest
 from ..models import ArtifactRef, Run, Stage, TestRun
 from ..states import BuildStatus
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
@@ -127,13 +127,16 @@ class TestBuilds:
         self.allowance = allowance
 
     def advance(self, run: Run, execution: str, snapshot_root: Path, source_files: dict[str, str],
-                test_files: dict[str, str], test_runs: dict[str, TestRun], rerun_reported: bool) -> VerifyProgress:
-        """One step of the suite's build; its results once it has ended."""
+                test_files: ArtifactRef, test_runs: dict[str, TestRun], rerun_reported: bool) -> VerifyProgress:
+        """One step of the suite's build; its results once it has ended. The written tests are read
+        from their artifact (`test_files`) only to start the build: the artifact's digest, which the
+        ledger holds, is what names the build."""
         config = load_build_config(snapshot_root, self.allowance)
         inputs = BuildInputs(
             stage=Stage.VERIFY, label="test", input_name="test-input.tar.gz",
             digest=test_run_digest(source_files, test_files, config), config=config,
-            files=lambda: {**repository_files(snapshot_root, source_files, test_files), **control_files(config)},
+            files=lambda: {**repository_files(snapshot_root, source_files, self.artifacts.get_json(test_files)),
+                           **control_files(config)},
             timeout_minutes=build_timeout_minutes(config.timeout_s),
             cache_key=cache_key(run, config, source_files))
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
@@ -172,10 +175,10 @@ class OutputContents:
     failure: str | None = None  # what agentledger's kit in the build said of its own failure
 
 
-def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], config: TestRunConfig) -> str:
+def test_run_digest(source_files: dict[str, str], test_files: ArtifactRef, config: TestRunConfig) -> str:
     return digest({
         "source": source_files,
-        "tests": {path: sha256_bytes(text.encode()) for path, text in test_files.items()},
+        "tests": test_files.sha256,
         "config": config.model_dump(mode="json"),
         "driver": kit_digest(),
     })
