@@ -13,7 +13,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 
 install: $(STAMP) sandbox-tools java-tools browser-tools
 
-# The local test builds' sandbox (infra/local/sandbox.py): bubblewrap and pasta (Debian's passt),
+# The local test builds' sandbox (infra/agentledger/local/sandbox.py): bubblewrap and pasta (Debian's passt),
 # installed with apt when missing and this is root; otherwise what to do is said, and serve
 # refuses to run builds until it is done (or is given --unsafe-local-builds).
 sandbox-tools:

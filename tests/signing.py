@@ -1,11 +1,11 @@
-"""SigV4 for requests sent with `requests`, through the signer the CLI uses (infra.cli.signing)."""
+"""SigV4 for requests sent with `requests`, through the signer the CLI uses (agentledger.cli.signing)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import requests
 
-from infra.cli.signing import request_signer
+from agentledger.cli.signing import request_signer
 
 if TYPE_CHECKING:
     from pathlib import Path

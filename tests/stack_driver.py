@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from agentledger.adapters.dynamodb_ledger import LedgerStore
+from agentledger.local.principals import principal_arn
+from agentledger.local.runtime import REGION
 from agentledger.models import RunStatus
 from agentledger.service import run_id_for
-from infra.local.principals import principal_arn
-from infra.local.runtime import REGION
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
 
 # How long a run may take to settle: a stage with a build polls it every couple of seconds, and
 # under a loaded suite (two workers, each with builds in flight) a replan took past 30 s in CI.

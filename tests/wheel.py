@@ -7,13 +7,13 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from infra import PROJECT_ROOT
+from agentledger.deploy import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 # What the wheel is built from: the package directories, the files pyproject.toml names, and the
-# targets of infra/project_files' links.
+# targets of infra/agentledger/deploy/project_files' links.
 SOURCES = ("pyproject.toml", "README.md", "cdk.json", "infra", "functions", "statemachines", "tests/samples/textkit")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info")
 BUILD_TIMEOUT_S = 300

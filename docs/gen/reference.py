@@ -23,24 +23,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-import handlers
 from agentledger import config as function_config
-from agentledger import metric_names
+from agentledger import handlers, metric_names
+from agentledger.cli.exit_codes import MEANING, ExitCode
+from agentledger.cli.main import build_parser
+from agentledger.deploy import CDK_JSON_FILE, PROJECT_ROOT
+from agentledger.handlers.api import app as api_resolver
+from agentledger.handlers.wiring import HANDLER_SETTINGS
 from agentledger.testrun import config as repository_config
-from handlers.api import app as api_resolver
-from handlers.wiring import HANDLER_SETTINGS
-from infra import CDK_JSON_FILE, PROJECT_ROOT
-from infra.cli.exit_codes import MEANING, ExitCode
-from infra.cli.main import build_parser
+from agentledger.testrun import files as repository_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
 SETTINGS_WORDS = Path(__file__).with_name("settings.toml")
 # Read as source, not imported: importing the CDK app starts the CDK's Node.js runtime.
-CDK_APP = PROJECT_ROOT / "infra" / "app.py"
+CDK_APP = PROJECT_ROOT / "infra" / "agentledger" / "deploy" / "app.py"
 METRIC_LIST = Path(metric_names.__file__)
-DASHBOARD = PROJECT_ROOT / "infra" / "constructs" / "observability.py"
+DASHBOARD = PROJECT_ROOT / "infra" / "agentledger" / "deploy" / "constructs" / "observability.py"
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 VARIABLE_PREFIX = "AGENTLEDGER_"
 # What a variable the stack sets from one of its own resources ends with.
@@ -97,7 +97,8 @@ def context_defaults() -> dict[str, Any]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_context"
             and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)}
     if set(defaults) != read:
-        raise ReferenceMismatch(f"cdk.json's context and infra/app.py disagree: read without a default in cdk.json: "
+        raise ReferenceMismatch(f"cdk.json's context and {CDK_APP.relative_to(PROJECT_ROOT)} disagree: read without a "
+                                "default in cdk.json: "
                                 f"{sorted(read - set(defaults))}; in cdk.json but never read: "
                                 f"{sorted(set(defaults) - read)}")
     return defaults
@@ -219,7 +220,7 @@ def _repository_section(words: dict[str, Any]) -> list[str]:
         f"`[tool.agentledger]` of its `{repository_config.PYPROJECT_FILE}`; if `{repository_config.EXPLICIT_FILE}` "
         "exists, the pyproject table is ignored. Each key overrides the detected default. A bad value stops the "
         "stage with a handoff that names the file and the key. Links, files over "
-        f"{repository_config.MAX_CONFIG_FILE_BYTES >> 20} MiB and unknown keys are refused.", "",
+        f"{repository_files.MAX_CONFIG_FILE_BYTES >> 20} MiB and unknown keys are refused.", "",
         *_table(["key", "meaning", "default", "within the deployment's"], rows),
     ]
 
@@ -303,7 +304,7 @@ def settings_page() -> str:
     from_context = {variable for key in context_defaults() if (variable := variable_of(key, variables))}
     return _page(
         "Settings",
-        _written_from("cdk.json", "infra/app.py", "functions/agentledger/config.py",
+        _written_from("cdk.json", "infra/agentledger/deploy/app.py", "functions/agentledger/config.py",
                       "functions/agentledger/testrun/config.py") + " The words come from `docs/gen/settings.toml`.",
         _context_section(words, variables), _repository_section(words), _constants_section(words),
         _resource_section(variables, from_context), _local_section(words, variables), _models_section(variables))
@@ -356,10 +357,10 @@ def cli_page() -> str:
                              *(_arguments(own) if own else [])])
     missing = set(ExitCode) - set(MEANING)
     if missing:
-        raise ReferenceMismatch(f"exit codes without a meaning in infra/cli/exit_codes.py: {sorted(missing)}")
+        raise ReferenceMismatch(f"exit codes without a meaning in agentledger/cli/exit_codes.py: {sorted(missing)}")
     sections.append(["## Exit codes", "", *_table(["code", "meaning"],
                                                    ([_code(int(code)), MEANING[code]] for code in ExitCode))])
-    return _page("CLI", _written_from("infra/cli/main.py", "infra/cli/exit_codes.py")
+    return _page("CLI", _written_from("infra/agentledger/cli/main.py", "infra/agentledger/cli/exit_codes.py")
                  + " The words are those of `agentledger COMMAND --help`.", *sections)
 
 
@@ -441,7 +442,7 @@ def api_page() -> str:
     operations = [_operation(path, method, operation)
                   for path, methods in document["paths"].items() for method, operation in methods.items()]
     schemas = [_schema(name, schema) for name, schema in sorted(document["components"]["schemas"].items())]
-    intro = (_written_from("functions/handlers/api.py") + " It is the OpenAPI document the API serves at "
+    intro = (_written_from("functions/agentledger/handlers/api.py") + " It is the OpenAPI document the API serves at "
              "`GET /openapi.json` ([this build's copy](openapi.json)), in words. Every request is SigV4-signed, "
              "and every error's body is an [ErrorBody](#schema-errorbody).")
     return _page(f"API {document['info']['version']}", intro, *operations, ["## Schemas", ""], *schemas)

@@ -143,6 +143,8 @@ class GenerationView(BaseModel):
     coverage_gained: float  # points of line coverage over the targeted modules
     findings: list[str]  # "pkg.mod: `f(None)` raises TypeError: …", the first FINDINGS_SHOWN
     findings_total: int
+    # "pkg.mod: pynguin crashed (2 tries): RuntimeError: …", each module the writer wrote no test for
+    writer_failures: list[str] = []
 
 
 class RunOverview(BaseModel):

@@ -2,7 +2,7 @@
 
 A field's alias is the environment variable it is read from. A required field is one the stack
 always sets: the operator's settings among them are CDK context keys, whose defaults live in the
-CDK app alone (infra/app.py), so none is written here. A field with a default is never set by the
+CDK app alone (infra/agentledger/deploy/app.py), so none is written here. A field with a default is never set by the
 stack: only the local runtime sets it (where workspaces and repositories lie, the loopback S3
 endpoint, the AWS profile that signs Bedrock calls), and on Lambda the default holds.
 tests/infra/test_function_settings.py holds every function of the synthesized stack to this."""

@@ -35,6 +35,7 @@ CANDIDATES_PAST_FILTER = {
     "coverage": "CandidatesAddedCoverage",
 }
 COVERAGE_GAINED = "CoverageGained"
+WRITER_FAILURES = "WriterFailures"  # modules a writer wrote no test for: it crashed, timed out or wrote nothing
 THROTTLED = "Throttled"  # AWS refused a call because a quota bound (the call is retried), dimension AwsService
 
 STAGE_DIMENSION = "Stage"

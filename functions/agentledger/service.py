@@ -39,7 +39,14 @@ from .models import Ledger, Run, RunStatus, Stage, StageStatus, utc_now
 from .states import DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
 from .workflow.reviews import review_output
-from .workflow.writing import FINDINGS_SHOWN, GenerationReport, coverage_line, finding_line, funnel_line
+from .workflow.writing import (
+    FINDINGS_SHOWN,
+    GenerationReport,
+    coverage_line,
+    finding_line,
+    funnel_line,
+    writer_failure_line,
+)
 
 if TYPE_CHECKING:
     from .config import ApiSettings
@@ -186,17 +193,20 @@ class RunService:
         coverage = report.get("coverage")
         pull = ledger.confirmed("pull_request")
         generation = self._committed_json(ledger, Stage.EXECUTE, "generation.json")
+        report_of_writer = None if generation is None else GenerationReport.model_validate(generation)
         return {
             "request": ledger.run.request,
             "outcome": ledger.run.outcome,
             "pull_request": (pull.receiver_url or pull.receiver_id) if pull else None,
-            "generation": None if generation is None else _generation_view(GenerationReport.model_validate(generation)),
+            "generation": None if report_of_writer is None else _generation_view(report_of_writer),
             "plan": None if plan is None else {
                 "planner": plan.get("planner"), "targets": len(items), "skipped": len(plan.get("skipped", [])),
                 "first": [{"target": item["target"], "test_path": item["test_path"], "rationale": item["rationale"]}
                           for item in items[:SUMMARY_PLAN_ITEMS]]},
             "files_changed": [{"path": path, "lines": text.count("\n")} for path, text in sorted(files.items())],
-            "tests": {"written": len(items), "outcome": report.get("outcome"),
+            # A writer's build writes what it kept, not what the plan targeted.
+            "tests": {"written": len(items) if report_of_writer is None else len(report_of_writer.kept),
+                      "outcome": report.get("outcome"),
                       **{name: counts.get(name) for name in ("passed", "failed", "errors", "skipped")},
                       "coverage": CoverageCounts.model_validate(coverage).line() if coverage else None},
         }
@@ -347,6 +357,8 @@ def _generation_view(report: GenerationReport) -> dict[str, Any]:
         "funnel": funnel_line(report),
         "coverage": [coverage_line(path, change) for path, change in sorted(report.coverage.items())],
         "coverage_gained": report.coverage_gained(),
-        "findings": [finding_line(finding) for finding in report.findings[:FINDINGS_SHOWN]],
+        "findings": [finding_line(finding) for finding in report.ranked_findings()[:FINDINGS_SHOWN]],
         "findings_total": len(report.findings),
+        "writer_failures": [writer_failure_line(report, failure)
+                            for failure in report.writer_failures[:FINDINGS_SHOWN]],
     }

@@ -27,12 +27,12 @@ from botocore.config import Config
 from agentledger.adapters.codebuild import CodeBuildBuilds, SecretParameters
 from agentledger.adapters.s3_artifacts import ArtifactStore
 from agentledger.buildkit import layout
+from agentledger.local.principals import principal_arn
+from agentledger.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 from agentledger.models import BuildRequest
 from agentledger.testrun.config import PYTEST_COMMAND, load_config
 from agentledger.workflow.builds import control_files, package, repository_files
 from agentledger.workflow.verification import read_output_archive
-from infra.local.principals import principal_arn
-from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 
 PACKAGES = ("toolz==0.12.1", "humanize==4.9.0", "iso8601==2.1.0", "more-itertools==10.2.0",
             "boltons==23.1.1", "sortedcontainers==2.4.0", "tabulate==0.9.0", "python-slugify==8.0.4")

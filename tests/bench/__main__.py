@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infra.local.runtime import LocalRuntime
+from agentledger.local.runtime import LocalRuntime
 from tests.samples import write_sample_repository
 
 from . import aws_requests, concurrency, console, cost, cost_model, engine, imports, restarts, scale

@@ -20,8 +20,8 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from agentledger.adapters.stepfunctions import execution_arn
+from agentledger.local.principals import principal_arn
 from agentledger.service import run_id_for
-from infra.local.principals import principal_arn
 
 from .report import progress
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
     from pathlib import Path
 
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
 
     from .request_counter import RequestCounter
 

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.local.metrics import emitted_metrics, summarize
+from agentledger.local.metrics import emitted_metrics, summarize
 
 from .client import (
     AWAITING_REVIEW,

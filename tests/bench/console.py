@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from playwright.sync_api import sync_playwright
 
-from infra.local.server import LocalApiServer
+from agentledger.local.server import LocalApiServer
 
 from .report import Table, Target
 
 if TYPE_CHECKING:
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's (make browser-tools); Playwright's own is never downloaded
 RENDERED = 'body[data-rendered="run"]'

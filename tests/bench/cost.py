@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentledger.artifacts import run_prefix
-from infra.local.deploy import STACK_NAME
-from infra.local.runtime import KEEPER_HANDLER, LocalRuntime
+from agentledger.local.deploy import STACK_NAME
+from agentledger.local.runtime import KEEPER_HANDLER, LocalRuntime
 
 from .aws_requests import RequestsMeasurement, engine_invocations
 from .client import AWAITING_REVIEW, ENDED, WAITING_ON_A_PERSON, BenchClient, build_durations

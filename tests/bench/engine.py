@@ -20,7 +20,7 @@ from .report import Table, ratio
 from .timeline import DEFINITION, Timeline, replay_steps, timeline
 
 if TYPE_CHECKING:
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
 
 NOOP_MODULE = noop_handler.__name__
 TASK_TOKEN = "$$.Task.Token"

@@ -5,7 +5,7 @@ where the Lambda runtime imports the handler) with the function's own environmen
 `import handlers.<module>` inside it, so the interpreter's own start is left out; the median of a
 few. The handler modules are those the deployed functions name. The heaviest package each pulls
 in comes from one more start with `-X importtime`. The CLI (`agentledger --help` imports
-`infra.cli.main`) is measured the same way from the project root."""
+`agentledger.cli.main`) is measured the same way from the project root."""
 from __future__ import annotations
 
 import os
@@ -16,17 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import handlers
-import infra
+import agentledger
+from agentledger.deploy import PROJECT_ROOT
 
 from .report import Table, Target, short_function_name
 
-FUNCTIONS_DIR = Path(handlers.__file__).resolve().parent.parent
-PROJECT_ROOT = Path(infra.__file__).resolve().parent.parent
-CLI_MODULE = "infra.cli.main"
+FUNCTIONS_DIR = Path(agentledger.__file__).resolve().parent.parent
+CLI_MODULE = "agentledger.cli.main"
 HOST_VARIABLES = ("PATH", "HOME", "LANG", "AWS_DEFAULT_REGION")
 TIMED_IMPORT = "import time; started = time.perf_counter(); import {module}; print(time.perf_counter() - started)"
-OWN_PACKAGES = ("handlers", "agentledger", "infra")
+OWN_PACKAGES = ("agentledger",)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentledger.deploy import PROJECT_ROOT
 from agentledger.errors import BuildWaitNotNeededError
 from agentledger.states import Stage
-from infra import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from datetime import datetime

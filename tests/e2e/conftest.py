@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from infra.cli.signing import request_signer
-from infra.local.profiles import instance_profiles_dir
+from agentledger.cli.signing import request_signer
+from agentledger.local.profiles import instance_profiles_dir
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +31,7 @@ SERVER_START_TIMEOUT_S = 120  # the first synth of the CDK app takes ~30 s
 SERVER_STOP_TIMEOUT_S = 15
 CLI_TIMEOUT_S = 120
 CONSOLE_SCRIPT = Path(sys.executable).parent / "agentledger"
-CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executable, "-m", "infra.cli.main"]
+CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executable, "-m", "agentledger.cli.main"]
 # jsii silences its end-of-life banner only when this names the running Node major version.
 NODE_MAJOR = subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"], capture_output=True,
                             text=True, check=False).stdout.strip()

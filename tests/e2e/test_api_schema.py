@@ -12,7 +12,7 @@ import schemathesis
 from hypothesis import strategies as st
 from schemathesis import GenerationMode, checks
 
-from infra.local.profiles import instance_profiles_dir
+from agentledger.local.profiles import instance_profiles_dir
 from tests.signing import SignedBy
 
 from .conftest import OPERATOR, PROFILES_DIR, REQUESTER, REVIEWER

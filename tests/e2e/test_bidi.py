@@ -94,7 +94,7 @@ def awaiting_review(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     (repository / "roles.py").write_text(ROLES, encoding="utf-8")
     with served(root, environment, *E2E_CONTEXT) as url:
         sign_in = _requester_sign_in(root / "stdout")
-        run_id = run_cli("run", str(repository), "--request", REQUEST, "--api", url, "--json",
+        run_id = run_cli("run", str(repository), "--no-wait", "--request", REQUEST, "--api", url, "--json",
                          environment=environment).json()["run_id"]
         run = _settled(url, run_id, root / "profiles")
         assert run["status"] == "awaiting_review", run

@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 
 import pytest
 
+from agentledger.local.principals import principal_arn
 from agentledger.service import run_id_for
-from infra.local.principals import principal_arn
 from tests.resident_memory import memory_mib
 
 from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, http, run_cli, served, serving_process

@@ -87,7 +87,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
         def start(name: str, *options: str) -> str:
             repository = write_sample_repository(root / name)
-            return cli("run", str(repository), *options).json()["run_id"]
+            return cli("run", str(repository), "--no-wait", *options).json()["run_id"]
 
         def crashed_after_verify(name: str) -> str:
             run_id = start(name, "--crash", "verify:after_artifacts")

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from infra.local.runtime import LOCAL_GITHUB_REPOSITORY, LOCAL_GITHUB_TOKEN
+from agentledger.local.runtime import LOCAL_GITHUB_REPOSITORY, LOCAL_GITHUB_TOKEN
 
 from .conftest import REVIEWER, CliResult, assert_one_line_error, http, run_cli, wait_for_status
 

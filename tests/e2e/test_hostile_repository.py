@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agentledger.local.profiles import instance_profiles_dir
+from agentledger.local.runtime import default_build_cache
 from agentledger.testrun.config import PYTEST_COMMAND
-from infra.local.profiles import instance_profiles_dir
-from infra.local.runtime import default_build_cache
 from tests.resident_memory import memory_mib, reset_peak
 
 from .conftest import CLI_ENVIRONMENT, PROFILES_DIR, CliResult, free_port, run_cli, serving_process
@@ -44,7 +44,7 @@ SERVE_GROWTH_BOUND_MIB = 256
 MARKERS = ("POISONED", "HOSTILE-PIP-RAN", "HOSTILE")
 # The cache as every build sees it (the buildspec's path), wherever serve keeps it.
 SHARED_CACHE = "/root/.cache/agentledger"
-BUILD_DISK_BYTES = 2 << 30  # infra/local/codebuild.py's SandboxLimits.disk_bytes
+BUILD_DISK_BYTES = 2 << 30  # infra/agentledger/local/codebuild.py's SandboxLimits.disk_bytes
 BUILDS_ROOT = "/tmp/agentledger-builds"  # LocalRuntime's work root for builds
 
 HOSTILE_MODULE = '''\

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentledger.deploy import HOST_ONLY_SUBPACKAGES
 from tests.wheel import build_wheel
 
 from .conftest import NODE_MAJOR, REQUESTER, CliResult, assert_one_line_error, free_port, http, served
@@ -99,6 +100,18 @@ def test_with_the_local_extra_help_serve_and_demo_work(local: Installed) -> None
     demo = local.run("demo", timeout_s=DEMO_TIMEOUT_S)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     _assert_the_demo_recovered_from_every_injected_failure(demo.stdout)
+    _assert_the_code_asset_holds_what_lambda_runs_and_nothing_a_host_runs(local.home / "cache" / "agentledger")
+
+
+def _assert_the_code_asset_holds_what_lambda_runs_and_nothing_a_host_runs(cache: Path) -> None:
+    """Installed, the host-only subpackages lie inside the agentledger package the asset is taken
+    from: the functions' asset leaves them out."""
+    code_assets = [handlers.parent.parent for handlers in cache.glob("synth/*/asset.*/agentledger/handlers")]
+    assert code_assets
+    for asset in code_assets:
+        assert sorted(entry.name for entry in asset.iterdir()) == ["agentledger"]
+        assert (asset / "agentledger" / "handlers" / "api.py").is_file()
+        assert [name for name in HOST_ONLY_SUBPACKAGES if (asset / "agentledger" / name).exists()] == []
 
 
 def _assert_the_demo_recovered_from_every_injected_failure(stdout: str) -> None:

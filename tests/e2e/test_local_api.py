@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from infra.cli.exit_codes import ExitCode
-from infra.local.faults import CRASH_POINTS
-from infra.local.profiles import instance_profiles_dir
+from agentledger.cli.exit_codes import ExitCode
+from agentledger.local.faults import CRASH_POINTS
+from agentledger.local.profiles import instance_profiles_dir
 
 from .conftest import (
     CALCULATOR,
@@ -297,7 +297,7 @@ def test_an_operator_resume_is_recorded_with_its_principal(cli: Cli, api_url: st
 
 
 def _signed_headers(api_url: str, path: str, profile: str = REQUESTER) -> dict[str, str]:
-    from infra.cli.signing import request_signer  # noqa: PLC0415 — what the CLI signs with
+    from agentledger.cli.signing import request_signer  # noqa: PLC0415 — what the CLI signs with
 
     sign = request_signer(api_url, profile, instance_profiles_dir(api_url, PROFILES_DIR))
     return sign("GET", api_url + path, {}, None)
@@ -400,7 +400,7 @@ def test_run_on_a_directory_outside_the_roots_uploads_it_as_to_a_deployed_api(
     outside = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".agentledger-e2e-"))  # not under serve's roots
     try:
         (outside / "calc.py").write_text((repository / "calc.py").read_text())
-        created = cli("run", str(outside)).json()
+        created = cli("run", str(outside), "--no-wait").json()
         run = http(api_url, "GET", f"/runs/{created['run_id']}").body["run"]
         assert run["repository"].startswith("s3://") and run["repository"].endswith(".tar.gz")
     finally:
@@ -439,7 +439,7 @@ def _grant(api_url: str, data: bytes) -> dict[str, Any]:
 def test_the_upload_grant_takes_its_own_key_and_size_only(api_url: str) -> None:
     import hashlib  # noqa: PLC0415
 
-    from infra.cli.client import ApiError, upload  # noqa: PLC0415
+    from agentledger.cli.client import ApiError, upload  # noqa: PLC0415
 
     data = b"\x1f\x8b" + b"0" * 98
     grant = _grant(api_url, data)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from infra.local.profiles import instance_profiles_dir
+from agentledger.local.profiles import instance_profiles_dir
 
 from .conftest import CALCULATOR, CLI_ENVIRONMENT, E2E_CONTEXT, REVIEWER, CliResult, run_cli, served, wait_for_status
 
@@ -43,7 +43,8 @@ def test_two_serves_on_one_machine_each_sign_for_and_show_only_their_own_runs(tm
             assert f"--api {url}," in callers
 
         with ThreadPoolExecutor(max_workers=len(urls)) as pool:
-            started = list(pool.map(lambda url, repository: cli(url, "run", str(repository)), urls, repositories))
+            started = list(pool.map(lambda url, repository: cli(url, "run", str(repository), "--no-wait"),
+                                    urls, repositories))
         run_ids = [result.json()["run_id"] for result in started]
         for url, run_id in zip(urls, run_ids, strict=True):
             wait_for_status(url, run_id, "awaiting_review", REVIEW_TIMEOUT_S, profiles)

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app
+from agentledger.deploy.app import build_app
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aws_cdk import App
 
-    from infra.stack import AgentLedgerStack
+    from agentledger.deploy.stack import AgentLedgerStack
 
 Statement = dict[str, Any]
 

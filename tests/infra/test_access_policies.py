@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from infra.constructs.access import DUTIES, execute_api_path
-from infra.constructs.api import STAGE_NAME, resolver_routes
+from agentledger.deploy.constructs.access import DUTIES, execute_api_path
+from agentledger.deploy.constructs.api import STAGE_NAME, resolver_routes
 
 if TYPE_CHECKING:
     from aws_cdk.assertions import Template

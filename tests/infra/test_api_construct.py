@@ -9,9 +9,9 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from agentledger.api_contract import CreateRunRequest, ErrorBody, ReviewRequest
+from agentledger.deploy import PROJECT_ROOT
+from agentledger.deploy.constructs.api import resolver_routes
 from agentledger.limits import START_RATE
-from infra import PROJECT_ROOT
-from infra.constructs.api import resolver_routes
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

@@ -14,12 +14,12 @@ from cdk_nag import AwsSolutionsChecks
 
 from agentledger.artifacts import artifact_key
 from agentledger.buildkit.layout import TOOLS_DIR, VENVS_DIR
+from agentledger.deploy.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS
+from agentledger.deploy.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
+from agentledger.deploy.constructs.functions import TEST_BUILD_ACTIONS
 from agentledger.models import Stage
 from agentledger.states import BUILD_STAGES
 from agentledger.testrun.layout import BUILDSPEC, CACHE_PATH_ON_CODEBUILD, KIT_COMMAND, build_timeout_minutes
-from infra.app import DEFAULT_TEST_TIMEOUT_LIMIT_SECONDS
-from infra.constructs.build_sandbox import BUILD_READS, BUILD_WRITES
-from infra.constructs.functions import TEST_BUILD_ACTIONS
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from handlers.wiring import HANDLER_SETTINGS
-from infra.constructs.functions import FUNCTION_SPECS
+from agentledger.deploy.constructs.functions import FUNCTION_SPECS
+from agentledger.handlers.wiring import HANDLER_SETTINGS
 
 if TYPE_CHECKING:
     from collections.abc import Callable

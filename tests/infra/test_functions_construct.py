@@ -13,19 +13,19 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 
 # The contract's function table: logical id -> (handler, timeout in seconds).
 CONTRACT_FUNCTIONS = {
-    "ApiFunction": ("handlers.api.handler", 29),
-    "AssessFunction": ("handlers.control.assess", 60),
-    "InspectFunction": ("handlers.stages.inspect", 300),
-    "PlanFunction": ("handlers.stages.plan", 300),
-    "ExecuteFunction": ("handlers.stages.execute", 300),
-    "VerifyFunction": ("handlers.stages.verify", 120),
-    "WatchBuildFunction": ("handlers.builds.watch", 20),
-    "BuildEndedFunction": ("handlers.builds.ended", 20),
-    "RequestReviewFunction": ("handlers.review.request", 20),
-    "CompleteFunction": ("handlers.stages.complete", 300),
-    "ClassifyFunction": ("handlers.control.classify", 60),
-    "ReviewKeeperFunction": ("handlers.review.keep_alive", 60),
-    "EffectFunction": ("handlers.effects.deliver", 15),
+    "ApiFunction": ("agentledger.handlers.api.handler", 29),
+    "AssessFunction": ("agentledger.handlers.control.assess", 60),
+    "InspectFunction": ("agentledger.handlers.stages.inspect", 300),
+    "PlanFunction": ("agentledger.handlers.stages.plan", 300),
+    "ExecuteFunction": ("agentledger.handlers.stages.execute", 300),
+    "VerifyFunction": ("agentledger.handlers.stages.verify", 120),
+    "WatchBuildFunction": ("agentledger.handlers.builds.watch", 20),
+    "BuildEndedFunction": ("agentledger.handlers.builds.ended", 20),
+    "RequestReviewFunction": ("agentledger.handlers.review.request", 20),
+    "CompleteFunction": ("agentledger.handlers.stages.complete", 300),
+    "ClassifyFunction": ("agentledger.handlers.control.classify", 60),
+    "ReviewKeeperFunction": ("agentledger.handlers.review.keep_alive", 60),
+    "EffectFunction": ("agentledger.handlers.effects.deliver", 15),
 }
 WORKFLOW_DRIVERS = {"ApiFunction", "ReviewKeeperFunction", "BuildEndedFunction"}
 BUILD_WAITERS = {"WatchBuildFunction", "BuildEndedFunction"}  # the build wait table's only users

@@ -10,9 +10,9 @@ import pytest
 from aws_cdk import DockerImage
 from aws_cdk import aws_lambda as lambda_
 
-from infra import PROJECT_ROOT
-from infra.constructs import bundling
-from infra.constructs.bundling import PipLayerBundling, layer_requirements
+from agentledger.deploy import PROJECT_ROOT
+from agentledger.deploy.constructs import bundling
+from agentledger.deploy.constructs.bundling import PipLayerBundling, layer_requirements
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 UNUSED_IMAGE = DockerImage.from_registry("unused")  # what the CDK passes a local bundling, never pulled

@@ -9,15 +9,15 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
+from agentledger.deploy import app as infra_app
+from agentledger.deploy.app import build_app
+from agentledger.deploy.constructs.functions import Concurrency
 from agentledger.source import ArchiveLimits
-from infra import app as infra_app
-from infra.app import build_app
-from infra.constructs.functions import Concurrency
 
 if TYPE_CHECKING:
     from aws_cdk import App
 
-    from infra.stack import AgentLedgerStack
+    from agentledger.deploy.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

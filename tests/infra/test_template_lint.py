@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from aws_cdk import App
     from aws_cdk.assertions import Template
 
-    from infra.stack import AgentLedgerStack
+    from agentledger.deploy.stack import AgentLedgerStack
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

@@ -10,9 +10,9 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from agentledger.adapters.codebuild import BUILD_STATE_CHANGE, ENDED_BUILD_STATUSES
+from agentledger.deploy import PROJECT_ROOT
+from agentledger.handlers.builds import BuildStateChange
 from agentledger.limits import REVIEW_HEARTBEAT_SECONDS, REVIEW_KEEPER_INTERVAL_MINUTES
-from handlers.builds import BuildStateChange
-from infra import PROJECT_ROOT
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("cdk-synth")]
 

@@ -8,10 +8,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from infra.local.deploy import STACK_NAME
-from infra.local.principals import principal_arn
-from infra.local.runtime import LocalRuntime
-from infra.local.synth import synthesize
+from agentledger.local.deploy import STACK_NAME
+from agentledger.local.principals import principal_arn
+from agentledger.local.runtime import LocalRuntime
+from agentledger.local.synth import synthesize
 from tests.samples import write_sample_repository
 
 

@@ -15,7 +15,7 @@ from tests.samples import write_sample_repository
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
     from tests.stack_driver import Driver
 
 # The worker's local stack, once a test has started it.
@@ -32,7 +32,7 @@ def sample_repo(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     """One local stack per test worker; runs are independent, so tests share it."""
-    from infra.local.runtime import LocalRuntime  # noqa: PLC0415 — loads moto
+    from agentledger.local.runtime import LocalRuntime  # noqa: PLC0415 — loads moto
     from tests import counting_agent  # noqa: PLC0415
 
     # The agent is chosen as a user chooses it: the `agent` context key of the synthesized stack.

@@ -15,11 +15,11 @@ import schemathesis
 
 from agentledger.adapters.dynamodb_ledger import LedgerStore
 from agentledger.limits import StartRate
+from agentledger.local.principals import write_profiles
+from agentledger.local.runtime import REGION
+from agentledger.local.server import MAX_BODY_BYTES, LocalApiServer
 from agentledger.records import new_decision
 from agentledger.states import DecisionKind
-from infra.local.principals import write_profiles
-from infra.local.runtime import REGION
-from infra.local.server import MAX_BODY_BYTES, LocalApiServer
 from tests.samples import write_sample_repository
 from tests.signing import SignedBy
 from tests.stack_driver import Driver

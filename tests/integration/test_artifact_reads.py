@@ -12,10 +12,10 @@ import boto3
 import pytest
 
 from agentledger.adapters.s3_artifacts import ArtifactStore
-from infra.local.runtime import REGION
+from agentledger.local.runtime import REGION
 
 if TYPE_CHECKING:
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from infra.cli.main import main
-from infra.local.runtime import BEDROCK_ENDPOINTS, moto_config
+from agentledger.cli.main import main
+from agentledger.local.runtime import BEDROCK_ENDPOINTS, moto_config
 
 pytestmark = pytest.mark.integration
 CONVERSE = "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.nova-micro-v1:0/converse"

@@ -31,6 +31,9 @@ from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.agent.executor import render_test_files
 from agentledger.buildkit.layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from agentledger.generation import GenerationSettings
+from agentledger.local import moto_seams
+from agentledger.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
+from agentledger.local.s3_endpoint import LocalS3Endpoint
 from agentledger.models import BuildRequest, Run, Stage, TestRun
 from agentledger.states import BuildStatus
 from agentledger.testrun.config import load_config
@@ -39,9 +42,6 @@ from agentledger.testrun.layout import BUILDSPEC, CACHE_PATH_ON_CODEBUILD
 from agentledger.workflow.builds import cache_key, control_files, package, repository_files
 from agentledger.workflow.verification import OutputContents, judge, read_output_archive
 from agentledger.workflow.writing import ModuleCoverage, believed_result, generation_input
-from infra.local import moto_seams
-from infra.local.codebuild import UNSAFE_WARNING, LocalCodeBuild, SandboxLimits
-from infra.local.s3_endpoint import LocalS3Endpoint
 from tests.samples import MAVEN_CANDIDATES, write_maven_sample
 
 if TYPE_CHECKING:
@@ -373,8 +373,8 @@ def test_a_build_whose_runner_fails_is_failed_not_succeeded(sandbox: Sandbox, tm
     def fork_refused(*args: Any, **kwargs: Any) -> None:
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr("infra.local.codebuild.SandboxedProcess", fork_refused)
-    monkeypatch.setattr("infra.local.codebuild._Unsandboxed.start", fork_refused)
+    monkeypatch.setattr("agentledger.local.codebuild.SandboxedProcess", fork_refused)
+    monkeypatch.setattr("agentledger.local.codebuild._Unsandboxed.start", fork_refused)
     finished = sandbox.run(_repository(tmp_path / "repo", "true"))
     assert finished.status == BuildStatus.FAILED
     # Said in the log and in the build's record, as CodeBuild says why a build could not start.

@@ -9,9 +9,9 @@ import boto3
 import pytest
 
 from agentledger.adapters.dynamodb_build_waits import BuildWaitTable
+from agentledger.local.runtime import REGION
 from agentledger.models import Stage
 from agentledger.ports import BuildWait
-from infra.local.runtime import REGION
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -13,10 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from infra import STATE_MACHINE_FILE
-from infra.local.console import CSRF_HEADER, SESSION_COOKIE
-from infra.local.principals import principal_arn
-from infra.local.server import LocalApiServer
+from agentledger.deploy import STATE_MACHINE_FILE
+from agentledger.local.console import CSRF_HEADER, SESSION_COOKIE
+from agentledger.local.principals import principal_arn
+from agentledger.local.server import LocalApiServer
 from tests.stack_driver import Driver
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from agentledger.adapters.receivers import GitHubApi, GitHubIssues, GitHubPullRequests
+from agentledger.local.github_receiver import LocalGitHub
 from agentledger.ports import (
     ReceiverErrorResponse,
     ReceiverNoResponseError,
@@ -16,7 +17,6 @@ from agentledger.ports import (
     ReceiverRejectedError,
     ReceiverUnavailableError,
 )
-from infra.local.github_receiver import LocalGitHub
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from infra.local.http_servers import HangupTolerantServer
+from agentledger.local.http_servers import HangupTolerantServer
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Invocations share one process locally, so they run in bounded slots (infra/local/lambda_bridge):
+"""Invocations share one process locally, so they run in bounded slots (infra/agentledger/local/lambda_bridge):
 time spent waiting for a slot is not the function's, a function that itself runs past its timeout
 still times out, and the API never waits behind stage work nor answers one request with another's."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 PROBE_MODULE = Path(__file__).with_name("slot_probe.py")
 PROBE_TIMEOUT_S = 1
-STAGE_HANDLER = "handlers.stages.inspect"
+STAGE_HANDLER = "agentledger.handlers.stages.inspect"
 
 
 @pytest.fixture(scope="module")

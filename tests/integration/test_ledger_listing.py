@@ -10,11 +10,11 @@ import boto3
 import pytest
 
 from agentledger.adapters.dynamodb_ledger import INDEX_SHARDS, LedgerStore, _run_item, _to_dynamo
+from agentledger.deploy.constructs.storage import LEDGER_INDEXES
+from agentledger.local.runtime import REGION
 from agentledger.models import Run, RunStatus
 from agentledger.records import new_decision
 from agentledger.states import DecisionKind
-from infra.constructs.storage import LEDGER_INDEXES
-from infra.local.runtime import REGION
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -10,7 +10,7 @@ import pytest
 from tests.infra.test_function_settings import POWERTOOLS_VARIABLES, settings_of
 
 if TYPE_CHECKING:
-    from infra.local.runtime import LocalRuntime
+    from agentledger.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 

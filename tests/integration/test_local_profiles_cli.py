@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from infra.cli.main import main
-from infra.local.profiles import instance_profiles_dir
+from agentledger.cli.main import main
+from agentledger.local.profiles import instance_profiles_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

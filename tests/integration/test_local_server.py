@@ -16,13 +16,13 @@ import uuid
 import pytest
 import requests
 
+from agentledger.cli.signing import request_signer
 from agentledger.limits import StartRate
+from agentledger.local.principals import principal_arn, write_profiles
+from agentledger.local.profiles import instance_profiles_dir
+from agentledger.local.server import LocalApiServer
+from agentledger.local.throttles import THROTTLE_HEADER
 from agentledger.service import run_id_for
-from infra.cli.signing import request_signer
-from infra.local.principals import principal_arn, write_profiles
-from infra.local.profiles import instance_profiles_dir
-from infra.local.server import LocalApiServer
-from infra.local.throttles import THROTTLE_HEADER
 from tests.signing import SignedBy
 
 pytestmark = pytest.mark.integration
@@ -179,8 +179,9 @@ def test_starts_past_the_start_rate_are_a_429_with_retry_after_and_the_cli_waits
                     answers.append((response.status, dict(response.headers), json.loads(response.read())))
             except urllib.error.HTTPError as error:
                 answers.append((error.code, dict(error.headers), json.loads(error.read())))
-        cli = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(sample_repo), "--api", server.url,
-                              "--json", "--idempotency-key", key], capture_output=True, text=True, timeout=120,
+        cli = subprocess.run([sys.executable, "-m", "agentledger.cli.main", "run", str(sample_repo),
+                              "--api", server.url, "--json", "--no-wait", "--idempotency-key", key],
+                             capture_output=True, text=True, timeout=120,
                              env={**environment, "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(tmp_path)}, check=False)
     finally:
         server.stop()

@@ -11,7 +11,7 @@ import pytest
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
-from infra.local.runtime import LocalRuntime
+from agentledger.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/scratch-state-machine"

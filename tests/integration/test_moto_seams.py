@@ -1,4 +1,4 @@
-"""The members of moto's that the local runtime replaces (infra/local/moto_seams.py), and the
+"""The members of moto's that the local runtime replaces (infra/agentledger/local/moto_seams.py), and the
 private ones its replacements call, are still moto's with the signatures the replacements were
 written against: an upgrade of moto that removes or changes one fails here, naming it."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 )
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
 
-from infra.local.moto_seams import SEAMS, Seam
+from agentledger.local.moto_seams import SEAMS, Seam
 
 pytestmark = pytest.mark.integration
 

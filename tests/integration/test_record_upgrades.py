@@ -11,10 +11,10 @@ from boto3.dynamodb.conditions import Key
 
 from agentledger.adapters.dynamodb_ledger import LedgerStore, _to_dynamo, index_shard
 from agentledger.errors import RecordSchemaError
+from agentledger.local.runtime import REGION
 from agentledger.models import RunStatus
 from agentledger.records import RUN_SCHEMA_VERSION, RUN_SK, SCHEMA_VERSION, run_pk
-from infra.local.runtime import REGION
-from tests.fakes.world import build_world
+from agentledger.testing.world import build_world
 from tests.fixtures.ledgers import HERE, LedgerFixture, read_fixture
 
 if TYPE_CHECKING:

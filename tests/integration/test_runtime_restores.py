@@ -16,8 +16,8 @@ import boto3
 import pytest
 
 from agentledger import faults
-from infra.local.moto_seams import SEAMS
-from infra.local.runtime import LocalRuntime
+from agentledger.local.moto_seams import SEAMS
+from agentledger.local.runtime import LocalRuntime
 
 pytestmark = pytest.mark.integration
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -26,9 +26,9 @@ from botocore.credentials import Credentials
 
 from agentledger.buildkit.upload import multipart_body
 from agentledger.limits import MAX_UPLOAD_BYTES
-from infra.local import s3_endpoint
-from infra.local.principals import write_profiles
-from infra.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
+from agentledger.local import s3_endpoint
+from agentledger.local.principals import write_profiles
+from agentledger.local.runtime import FUNCTION_CREDENTIALS, REGION, LocalRuntime
 from tests.resident_memory import memory_mib, reset_peak
 from tests.stack_driver import REQUESTER
 

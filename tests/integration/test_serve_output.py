@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from infra.local import event_rules
-from infra.local.event_rules import LocalEventRules
-from infra.local.server import LocalApiServer
+from agentledger.local import event_rules
+from agentledger.local.event_rules import LocalEventRules
+from agentledger.local.server import LocalApiServer
 
 pytestmark = pytest.mark.integration
 

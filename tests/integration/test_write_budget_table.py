@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 from agentledger.adapters.dynamodb_write_budget import CONFLICT_ATTEMPTS, WriteBudgetTable
 from agentledger.errors import TransientError
 from agentledger.limits import WriteBudget
-from infra.local.runtime import REGION
+from agentledger.local.runtime import REGION
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -195,7 +195,7 @@ def test_ten_concurrent_duplicate_invocations_write_once(driver, runtime, sample
     assert driver.review(run_id).status == 200
     event = {"run_id": run_id, "execution": f"{run_id}-start", "effect": "ticket"}
     with ThreadPoolExecutor(max_workers=10) as pool:
-        results = list(pool.map(lambda _: runtime.invoke("handlers.effects.deliver", event), range(10)))
+        results = list(pool.map(lambda _: runtime.invoke("agentledger.handlers.effects.deliver", event), range(10)))
     assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
     assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from agentledger.local.metrics import emitted_metrics, summarize
 from agentledger.workflow import builds
-from infra.local.metrics import emitted_metrics, summarize
 from tests.samples import write_sample_repository
 
 pytestmark = pytest.mark.reliability

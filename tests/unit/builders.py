@@ -8,7 +8,7 @@ from agentledger.evidence import EVIDENCE_OF, file_reads, stage_evidence
 from agentledger.fingerprints import digest, sha256_bytes
 from agentledger.models import ArtifactRef, Evidence, Ledger, Run, Stage, StageRecord, StageStatus
 from agentledger.source import SourceSnapshot
-from tests.fakes.adapters import InMemoryArtifacts
+from agentledger.testing.adapters import InMemoryArtifacts
 
 REVISION = "rev-1"
 FILES = {

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agentledger import errors
-from handlers.api import _refused, app
+from agentledger.handlers.api import _refused, app
 
 
 def statused_errors() -> list[type[errors.LedgerError]]:

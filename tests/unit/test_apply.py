@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from infra.cli.apply import ApplyRefused, apply_change
+from agentledger.cli.apply import ApplyRefused, apply_change
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -10,10 +10,10 @@ import pytest
 
 from agentledger.effects import RATE_LIMITED
 from agentledger.errors import BuildWaitNotNeededError, EffectInProgressError, EffectUnconfirmedError
+from agentledger.handlers.builds import BuildWatchEvent
+from agentledger.handlers.events import EffectEvent, FailureEvent, StageEvent
 from agentledger.restart import RETRYABLE_ERRORS, REVIEW_WAIT_TIMEOUTS
 from agentledger.states import EFFECTS, NextAction, RecoveryAction, RunOutcome, Stage, Verdict
-from handlers.builds import BuildWatchEvent
-from handlers.events import EffectEvent, FailureEvent, StageEvent
 from tests.bench.timeline import BUILD_WAIT_STATES, DEFINITION, stages_of_tasks
 
 ASL = json.loads(DEFINITION.read_text())

@@ -8,7 +8,7 @@ import re
 from statelint.config import Config
 from statelint.linter import Linter
 
-from infra import PROJECT_ROOT
+from agentledger.deploy import PROJECT_ROOT
 
 DEFINITION = (PROJECT_ROOT / "statemachines" / "run.asl.json").read_text()
 PLACEHOLDER = re.compile(r"\$\{(?P<name>\w+)\}")

@@ -13,6 +13,8 @@ from agentledger.models import Stage, utc_now
 from agentledger.ports import BuildWait
 from agentledger.restart import classify
 from agentledger.states import FailureKind
+from agentledger.testing.adapters import InMemoryBuildWaits
+from agentledger.testing.world import World, build_world
 from agentledger.workflow.build_waits import QUEUE_STALL_S, BuildEnds, BuildParking
 from agentledger.workflow.builds import (
     BUILD_END_FALLBACK_SECONDS,
@@ -20,8 +22,6 @@ from agentledger.workflow.builds import (
     ROOM_FIRST_LOOK_SECONDS,
     room_wait_seconds,
 )
-from tests.fakes.adapters import InMemoryBuildWaits
-from tests.fakes.world import World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -5,13 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from infra import PROJECT_ROOT
+from agentledger.deploy import PROJECT_ROOT
 
 HEAVY_PACKAGES = ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "moto", "aws_cdk")
 # A fresh interpreter: this one may have imported any of them for the tests before this one.
 PROBE = f"""
 import sys
-from infra.cli.main import build_parser
+from agentledger.cli.main import build_parser
 build_parser()
 print(" ".join(sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY_PACKAGES!r}))))
 """

@@ -9,12 +9,12 @@ import json
 import pytest
 
 from agentledger import metric_names
+from agentledger.cli.exit_codes import MEANING, ExitCode
+from agentledger.cli.main import build_parser
 from agentledger.config import FunctionSettings
+from agentledger.deploy import CDK_JSON_FILE
 from agentledger.testrun.config import _VALIDATORS
 from docs.gen import reference
-from infra import CDK_JSON_FILE
-from infra.cli.exit_codes import MEANING, ExitCode
-from infra.cli.main import build_parser
 
 pytestmark = pytest.mark.unit
 

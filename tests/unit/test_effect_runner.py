@@ -27,8 +27,8 @@ from agentledger.ports import (
     ReceiverRateLimitedError,
     ReceiverRejectedError,
 )
-from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
-from tests.fakes.world import OPERATOR, World, build_world
+from agentledger.testing.effects import DROP_RESPONSE, UNAVAILABLE, InMemoryTracker
+from agentledger.testing.world import OPERATOR, World, build_world
 from tests.samples import edit_sample_repository
 
 if TYPE_CHECKING:

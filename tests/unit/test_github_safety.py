@@ -12,8 +12,8 @@ from agentledger.config import check_git_branch, check_github_api_url, check_git
 from agentledger.effects import quoted_text
 from agentledger.models import Stage
 from agentledger.service import CreateRunRequest
-from tests.fakes.effects import InMemoryTracker
-from tests.fakes.world import REQUESTER, UP_TO_REVIEW, build_world
+from agentledger.testing.effects import InMemoryTracker
+from agentledger.testing.world import REQUESTER, UP_TO_REVIEW, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

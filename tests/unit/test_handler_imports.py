@@ -13,14 +13,14 @@ import sys
 
 import pytest
 
-import handlers
-from infra import PROJECT_ROOT
+from agentledger import handlers
+from agentledger.deploy import PROJECT_ROOT
 
 # The assembly is what the handlers import lazily, at an invocation.
-HANDLER_MODULES = sorted(f"handlers.{module.name}" for module in pkgutil.iter_modules(handlers.__path__)
+HANDLER_MODULES = sorted(f"{handlers.__name__}.{module.name}" for module in pkgutil.iter_modules(handlers.__path__)
                          if module.name != "assembly")
-LOADED_AT_AN_INVOCATION = ("boto3", "aws_xray_sdk", "handlers.assembly", "agentledger.agent", "agentledger.workflow",
-                           "aws_lambda_powertools.utilities.idempotency")
+LOADED_AT_AN_INVOCATION = ("boto3", "aws_xray_sdk", "agentledger.handlers.assembly", "agentledger.agent",
+                           "agentledger.workflow", "aws_lambda_powertools.utilities.idempotency")
 # A fresh interpreter: this one may have imported any of them for the tests before this one.
 PROBE = """
 import sys
@@ -44,7 +44,8 @@ def _run(arguments: list[str], variables: dict[str, str] | None = None) -> str:
 
 
 def test_every_handler_module_is_found() -> None:
-    assert {"handlers.api", "handlers.stages", "handlers.builds"} <= set(HANDLER_MODULES)
+    expected = {"agentledger.handlers.api", "agentledger.handlers.stages", "agentledger.handlers.builds"}
+    assert expected <= set(HANDLER_MODULES)
 
 
 @pytest.mark.parametrize("module", HANDLER_MODULES)

@@ -1,6 +1,7 @@
-"""The layer is the folder: the core of `agentledger` imports no AWS SDK and no adapter, the fakes
-the unit tests run on stand in for the adapters without borrowing their internals, and the local
-runtime never reaches into the CLI that drives it."""
+"""The layer is the folder: the core of `agentledger` imports no AWS SDK and no adapter, what Lambda
+runs (functions/agentledger) imports nothing only a host has (infra/agentledger), the testing kit
+stands in for the adapters without borrowing their internals, and the local runtime never reaches
+into the CLI that drives it."""
 from __future__ import annotations
 
 import ast
@@ -9,17 +10,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentledger.deploy import HOST_ONLY_SUBPACKAGES
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "functions" / "agentledger"
 ADAPTERS = LIBRARY / "adapters"
+HANDLERS = LIBRARY / "handlers"  # the composition root: they build the adapters
+HOST = ROOT / "infra" / "agentledger"
 AWS_SDKS = ("boto3", "botocore", "mypy_boto3", "aiobotocore", "agentledger.adapters")
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT / "functions" if path.is_relative_to(ROOT / "functions") else ROOT)
+    root = next((ROOT / folder for folder in ("functions", "infra") if path.is_relative_to(ROOT / folder)), ROOT)
+    parts = path.relative_to(root)
     return ".".join(parts.with_suffix("").parts).removesuffix(".__init__")
 
 
@@ -53,7 +59,7 @@ def offending(paths: list[Path], forbidden: tuple[str, ...]) -> list[str]:
 
 
 def core_modules() -> list[Path]:
-    return sorted(p for p in LIBRARY.rglob("*.py") if not p.is_relative_to(ADAPTERS))
+    return sorted(p for p in LIBRARY.rglob("*.py") if not (p.is_relative_to(ADAPTERS) or p.is_relative_to(HANDLERS)))
 
 
 def test_the_core_imports_no_aws_sdk_and_no_adapter() -> None:
@@ -61,21 +67,26 @@ def test_the_core_imports_no_aws_sdk_and_no_adapter() -> None:
     assert offending(core_modules(), AWS_SDKS) == []
 
 
-def test_every_module_that_imports_an_aws_sdk_is_an_adapter() -> None:
+def test_every_module_that_imports_an_aws_sdk_is_an_adapter_or_a_handler_building_one() -> None:
     sdk_users = {p for p in LIBRARY.rglob("*.py") if offending([p], AWS_SDKS[:-1])}
     assert sdk_users, "the adapters import boto3 or botocore"
-    assert all(p.is_relative_to(ADAPTERS) for p in sdk_users)
+    assert [p for p in sdk_users if not (p.is_relative_to(ADAPTERS) or p.is_relative_to(HANDLERS))] == []
 
 
-def test_the_fakes_stand_in_for_the_adapters_without_importing_them() -> None:
-    fakes = sorted((ROOT / "tests" / "fakes").rglob("*.py"))
-    assert fakes
-    assert offending(fakes, AWS_SDKS) == []
+def test_what_lambda_runs_imports_nothing_only_a_host_has() -> None:
+    host_only = tuple(f"agentledger.{name}" for name in HOST_ONLY_SUBPACKAGES)
+    assert offending(sorted(LIBRARY.rglob("*.py")), host_only) == []
+
+
+def test_the_testing_kit_stands_in_for_the_adapters_without_importing_them() -> None:
+    kit = sorted((HOST / "testing").rglob("*.py"))
+    assert kit
+    assert offending(kit, AWS_SDKS) == []
 
 
 def test_the_local_runtime_never_imports_the_cli() -> None:
-    local = sorted((ROOT / "infra" / "local").rglob("*.py"))
-    assert offending(local, ("infra.cli",)) == []
+    local = sorted((HOST / "local").rglob("*.py"))
+    assert offending(local, ("agentledger.cli",)) == []
 
 
 @pytest.mark.parametrize("source, forbidden", [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.cli.signing import SigningError, request_signer
-from infra.local.profiles import instance_profiles_dir, local_credentials_dir
+from agentledger.cli.signing import SigningError, request_signer
+from agentledger.local.profiles import instance_profiles_dir, local_credentials_dir
 
 DUTIES = ("requester", "reviewer")
 

@@ -13,7 +13,7 @@ from agentledger import metric_names
 from agentledger.agent import BedrockPlanner, BedrockSettings, PlannerOutputError, ReferenceAgent
 from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.models import RunStatus, Stage, StageStatus
-from tests.fakes.world import World, build_world
+from agentledger.testing.world import World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

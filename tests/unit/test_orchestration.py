@@ -17,8 +17,8 @@ from agentledger.errors import (
 )
 from agentledger.models import Handoff, RunStatus, Stage, StageStatus
 from agentledger.service import CreateRunRequest, ReviewRequest
-from tests.fakes.effects import DROP_RESPONSE, UNAVAILABLE
-from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
+from agentledger.testing.effects import DROP_RESPONSE, UNAVAILABLE
+from agentledger.testing.world import OPERATOR, REQUESTER, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import EDITED_FILE, edit_sample_repository
 
 if TYPE_CHECKING:

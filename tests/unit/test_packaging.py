@@ -1,25 +1,29 @@
-"""The wheel is complete: every module under functions/ and infra/ is in it, with the files the
-app, `serve` and `demo` read at run time (infra/__init__.py names them), and nothing else; its
-`local` extra holds what serve and demo need, and without it they say so in one line."""
+"""The wheel installs one name, agentledger, and is complete: every module of functions/agentledger
+and infra/agentledger is in it, with the files the app, `serve` and `demo` read at run time
+(agentledger/deploy/__init__.py names them), and nothing else; its `local` extra holds what serve
+and demo need, and without it they say so in one line."""
 from __future__ import annotations
 
 import importlib.util
+import tomllib
 import zipfile
 from email.parser import Parser
 from typing import TYPE_CHECKING
 
 import pytest
 
-import infra
-from infra import PROJECT_ROOT
-from infra.cli.main import main
+from agentledger import deploy
+from agentledger.cli.main import main
+from agentledger.deploy import HOST_ONLY_SUBPACKAGES, PROJECT_ROOT
 from tests.wheel import build_wheel
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+# The two folders the one package is made from: what Lambda runs, and what only a host runs.
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
+INFRA_DIR = PROJECT_ROOT / "infra"
 
 
 @pytest.fixture(scope="module")
@@ -33,45 +37,59 @@ def _modules(root: Path, relative_to: Path) -> set[str]:
 
 
 def _project_files() -> dict[str, Path]:
-    """Each run-time file by its place in the wheel: the links of infra/project_files, followed."""
+    """Each run-time file by its place in the wheel: the links of infra/agentledger/deploy/project_files, followed."""
     files = {}
-    for link in (infra.CDK_JSON_FILE, infra.DEPENDENCIES_FILE, infra.STATE_MACHINE_FILE):
-        files[str(link.relative_to(PROJECT_ROOT))] = link
-    for path in infra.SAMPLE_REPOSITORY.resolve().rglob("*"):
+    for link in (deploy.CDK_JSON_FILE, deploy.DEPENDENCIES_FILE, deploy.STATE_MACHINE_FILE):
+        files[str(link.relative_to(INFRA_DIR))] = link
+    for path in deploy.SAMPLE_REPOSITORY.resolve().rglob("*"):
         if path.is_file() and "__pycache__" not in path.parts:
-            relative = path.relative_to(infra.SAMPLE_REPOSITORY.resolve())
-            files[str(infra.SAMPLE_REPOSITORY.relative_to(PROJECT_ROOT) / relative)] = path
-    for path in infra.CONSOLE_STATIC_DIR.iterdir():
-        files[str(path.relative_to(PROJECT_ROOT))] = path
+            relative = path.relative_to(deploy.SAMPLE_REPOSITORY.resolve())
+            files[str(deploy.SAMPLE_REPOSITORY.relative_to(INFRA_DIR) / relative)] = path
+    for path in deploy.CONSOLE_STATIC_DIR.iterdir():
+        files[str(path.relative_to(INFRA_DIR))] = path
     return files
 
 
 def test_every_module_under_functions_and_infra_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
-    modules = _modules(FUNCTIONS_DIR, FUNCTIONS_DIR) | _modules(PROJECT_ROOT / "infra", PROJECT_ROOT)
+    modules = _modules(FUNCTIONS_DIR, FUNCTIONS_DIR) | _modules(INFRA_DIR, INFRA_DIR)
 
     assert len(modules) > 90
     assert sorted(modules - names) == []
     assert {"agentledger/workflow/__init__.py", "agentledger/buildkit/driver.py"} <= names  # once left out
+    assert {"agentledger/handlers/api.py", "agentledger/cli/main.py", "agentledger/testing/world.py"} <= names
+
+
+def test_what_infra_adds_to_the_package_is_what_the_lambda_asset_leaves_out_and_what_setuptools_maps() -> None:
+    added = sorted(entry.name for entry in (INFRA_DIR / "agentledger").iterdir() if entry.name != "__pycache__")
+    mapped = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+
+    assert added == sorted(HOST_ONLY_SUBPACKAGES)
+    assert mapped == {f"agentledger.{name}": f"infra/agentledger/{name}" for name in HOST_ONLY_SUBPACKAGES}
+    assert not [name for name in HOST_ONLY_SUBPACKAGES if (FUNCTIONS_DIR / "agentledger" / name).exists()]
 
 
 def test_the_files_read_at_run_time_are_in_the_wheel_as_they_are_in_the_checkout(wheel: zipfile.ZipFile) -> None:
     files = _project_files()
 
-    assert {"infra/project_files/cdk.json", "infra/project_files/statemachines/run.asl.json",
-            "infra/project_files/samples/textkit/textkit/slug.py", "infra/local/console_static/app.js"} <= set(files)
+    assert {"agentledger/deploy/project_files/cdk.json", "agentledger/deploy/project_files/statemachines/run.asl.json",
+            "agentledger/deploy/project_files/samples/textkit/textkit/slug.py",
+            "agentledger/local/console_static/app.js"} <= set(files)
     for name, path in files.items():
         assert wheel.read(name) == path.read_bytes(), name
 
 
-def test_the_wheel_holds_nothing_but_the_packages_and_their_files(wheel: zipfile.ZipFile) -> None:
+def test_the_wheel_installs_one_name_and_nothing_but_its_modules_and_files(wheel: zipfile.ZipFile) -> None:
     shipped = {name.split("/")[0] for name in wheel.namelist() if not name.split("/")[0].endswith(".dist-info")}
     python = {name for name in wheel.namelist() if name.endswith(".py")}
     data = {name for name in wheel.namelist() if not name.endswith(".py") and ".dist-info/" not in name}
 
-    assert shipped == {"agentledger", "handlers", "infra"}
+    assert shipped == {"agentledger"}
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in wheel.namelist())
-    assert data | {name for name in python if name.startswith("infra/project_files/")} == set(_project_files())
+    project_files = {name for name in python if name.startswith("agentledger/deploy/project_files/")}
+    assert data | project_files == set(_project_files())
+    entry_points = wheel.read("agentledger-0.1.0.dist-info/entry_points.txt").decode()
+    assert "agentledger = agentledger.cli.main:main" in entry_points
 
 
 def test_the_local_extra_holds_moto_and_the_cdk(wheel: zipfile.ZipFile) -> None:

@@ -11,8 +11,8 @@ from agentledger.errors import StaleContextError
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.service import ReviewRequest
 from agentledger.states import DecisionKind, NextAction
-from tests.fakes.agent import InstantAgent
-from tests.fakes.world import REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
+from agentledger.testing.agent import InstantAgent
+from agentledger.testing.world import REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -21,7 +21,7 @@ from agentledger.records import (
     UPGRADES,
 )
 from agentledger.service import ReviewRequest
-from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
+from agentledger.testing.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.fixtures.ledgers import HERE, LedgerFixture, read_fixture, recorded
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from agentledger.cli import main as cli
+from agentledger.cli import render
 from agentledger.faults import CRASH_POINTS
-from infra.cli import main as cli
-from infra.cli import render
 
 pytestmark = pytest.mark.unit
 

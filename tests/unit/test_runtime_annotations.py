@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 import agentledger
-import handlers
+from agentledger import handlers
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -39,7 +39,7 @@ def test_every_model_s_annotations_resolve_at_run_time(model: type[BaseModel]) -
 
 
 def test_every_route_parameter_is_validated_as_its_type() -> None:
-    from handlers.api import app  # noqa: PLC0415 — its routes, as the resolver built them
+    from agentledger.handlers.api import app  # noqa: PLC0415 — its routes, as the resolver built them
 
     unresolved = [f"{route.method} {route.path}: {parameter.name}"
                   for route in [*app._static_routes, *app._dynamic_routes]

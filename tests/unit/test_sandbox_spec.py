@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from infra.local.sandbox import (
+from agentledger.local.sandbox import (
     KIT_CAPABILITIES,
     Mount,
     SandboxSpec,

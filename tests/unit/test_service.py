@@ -15,7 +15,7 @@ from agentledger.service import (
     ReviewRequest,
     UploadRequest,
 )
-from tests.fakes.world import OPERATOR, REQUESTER, REVIEWER, UP_TO_REVIEW, World, build_world
+from agentledger.testing.world import OPERATOR, REQUESTER, REVIEWER, UP_TO_REVIEW, World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.cli.signing import is_loopback, region_of
+from agentledger.cli.signing import is_loopback, region_of
 
 
 @pytest.mark.parametrize(("url", "region"), [

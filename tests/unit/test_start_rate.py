@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from agentledger.cli.client import MAX_THROTTLED_WAIT_S, THROTTLED_ATTEMPTS, ApiClient, ApiError
 from agentledger.limits import StartRate, retry_after_s
-from infra.cli.client import MAX_THROTTLED_WAIT_S, THROTTLED_ATTEMPTS, ApiClient, ApiError
-from infra.local.start_rate import TokenBucket
+from agentledger.local.start_rate import TokenBucket
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from infra import PROJECT_ROOT
+from agentledger.deploy import PROJECT_ROOT
 
 TESTS_DIR = PROJECT_ROOT / "tests"
 KINDS = ("unit", "integration", "infra", "reliability", "e2e")

@@ -6,7 +6,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from infra.local import synth
+from agentledger.local import synth
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,9 +15,9 @@ from botocore.exceptions import ClientError
 
 from agentledger.adapters.throttling import RETRY_CONFIG, as_transient, report_throttles
 from agentledger.errors import TransientError
+from agentledger.local.throttles import ThrottleSwitchboard, parse_throttle
 from agentledger.restart import classify
 from agentledger.states import FailureKind
-from infra.local.throttles import ThrottleSwitchboard, parse_throttle
 
 RUN = "run-0123456789abcdef"
 # One call per service that a quota binds on, with the parameters it needs to be sent.
@@ -176,7 +176,7 @@ def test_an_error_that_is_no_throttle_is_left_as_it_is() -> None:
 
 def test_a_function_whose_call_stayed_throttled_fails_with_the_error_its_state_retries(monkeypatch) -> None:
     from agentledger.config import FunctionSettings  # noqa: PLC0415 — the handlers' stack, only here
-    from handlers.wiring import lambda_handler  # noqa: PLC0415
+    from agentledger.handlers.wiring import lambda_handler  # noqa: PLC0415
 
     for name, value in {"LEDGER_TABLE_NAME": "ledger", "ARTIFACT_BUCKET_NAME": "artifacts",
                         "AGENTLEDGER_ENVIRONMENT": "test", "AGENTLEDGER_MAX_REPLANS": "1",

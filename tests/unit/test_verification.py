@@ -17,10 +17,10 @@ from agentledger.errors import (
 from agentledger.faults import SimulatedCrash
 from agentledger.models import BuildRequest, Stage, StageStatus
 from agentledger.restart import classify
+from agentledger.testing.world import World, build_world
 from agentledger.testrun.layout import build_timeout_minutes
 from agentledger.workflow import builds
 from agentledger.workflow.verification import read_output_archive
-from tests.fakes.world import World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path

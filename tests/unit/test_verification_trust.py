@@ -15,10 +15,10 @@ from agentledger.errors import VerificationFailedError
 from agentledger.models import Stage, StageStatus
 from agentledger.restart import FailureKind, RecoveryAction, classify
 from agentledger.states import BuildStatus
+from agentledger.testing.builds import archive_of, results_archive
+from agentledger.testing.world import World, build_world
 from agentledger.testrun.junit import MAX_FAILING_NAMES, MAX_NAME_CHARS, MAX_PACKAGES
 from agentledger.workflow.verification import JUNIT_FILE_COUNT_LIMIT, JUNIT_TOTAL_LIMIT_BYTES
-from tests.fakes.builds import archive_of, results_archive
-from tests.fakes.world import World, build_world
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -154,3 +154,27 @@ def test_a_build_that_could_not_start_says_why_as_the_build_service_said_it(worl
     [test_run] = [t for t in world.ledger.load(run_id).test_runs.values() if t.stage == Stage.VERIFY]
     assert test_run.failure == world.builds.says
     assert b"a mount failed" in _outputs(world, run_id)["test-output.txt"]  # what the reviewer reads in its place
+
+
+@pytest.mark.parametrize(("printed", "says"), [
+    ("ERROR: usage: python -m pytest [options] [file_or_dir]\npython -m pytest: error: unrecognized arguments: "
+     "--cov=parse --cov-report=term\n",
+     "the suite could not start: pytest does not know --cov, an option of a plugin the project does not "
+     'declare; declare it in agentledger.toml, e.g. install = ["python -I -m pip install . pytest pytest-cov"]'),
+    ("ImportError while loading conftest '/w/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n    import "
+     "freezegun.api\nE   ModuleNotFoundError: No module named 'freezegun'\n",
+     "the suite could not start: it imports freezegun, which nothing installed; declare it in agentledger.toml, "
+     'e.g. install = ["python -I -m pip install . pytest freezegun"]'),
+])
+def test_a_suite_that_could_not_start_says_what_it_lacked_and_how_to_declare_it(
+    world: World, printed: str, says: str,
+) -> None:
+    result = {"install": {"commands": 1, "exit_code": 0, "duration_s": 1, "timed_out": False, "cache_hit": True},
+              "test": {"command": "python -m pytest", "exit_code": 4, "duration_s": 1, "timed_out": False},
+              "junit_files": []}
+    world.builds.uploads = archive_of({layout.RESULT_FILE: json.dumps(result).encode(),
+                                       layout.OUTPUT_FILE: printed.encode()})
+
+    _, error = _verify(world)
+
+    assert str(error) == f"the test command exited 4: {says}; see test-output.txt"

@@ -10,8 +10,8 @@ import pytest
 from agentledger.errors import StaleContextError, SupersededExecutionError, VerificationFailedError
 from agentledger.models import ArtifactRef, Handoff, RunStatus, Stage, StageStatus
 from agentledger.service import ReviewRequest
-from tests.fakes.effects import InMemoryTracker
-from tests.fakes.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
+from agentledger.testing.effects import InMemoryTracker
+from agentledger.testing.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import edit_sample_repository
 
 if TYPE_CHECKING:

@@ -14,16 +14,24 @@ import pytest
 from agentledger import metric_names
 from agentledger.agent import DocstringExamplePlanner, Execution, Plan, PlanItem, ReferenceAgent
 from agentledger.buildkit import layout
-from agentledger.errors import GenerationFailedError, HiddenTextError
+from agentledger.cli import render
+from agentledger.errors import GenerationFailedError, HiddenTextError, NoTestsRanError
 from agentledger.faults import SimulatedCrash
 from agentledger.generation import GenerationLimits
 from agentledger.models import RunOutcome, RunStatus, Stage, StageStatus
 from agentledger.states import BuildStatus
-from agentledger.workflow.writing import BuildResult, CandidateResult, without_hidden_text
-from tests.fakes.agent import InstantAgent
-from tests.fakes.builds import archive_of, generation_archive
-from tests.fakes.effects import InMemoryTracker
-from tests.fakes.world import World, build_world
+from agentledger.testing.agent import InstantAgent
+from agentledger.testing.builds import archive_of, generation_archive
+from agentledger.testing.effects import InMemoryTracker
+from agentledger.testing.world import UP_TO_REVIEW, World, build_world
+from agentledger.workflow.writing import (
+    BuildResult,
+    CandidateResult,
+    GenerationReport,
+    finding_line,
+    value_markdown,
+    without_hidden_text,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,11 +109,56 @@ def test_nothing_kept_still_shows_the_findings_to_a_reviewer_and_opens_no_pull_r
     run_id, execution = world.to_review()
     assert world.ledger.get_run(run_id).outcome == RunOutcome.NO_TESTS_KEPT
     assert _committed(world, run_id, "test-files.json") == {}
-    view = world.service.view(run_id)["summary"]["generation"]
+    summary = world.service.view(run_id)["summary"]
+    view = summary["generation"]
     assert view["kept"] == 0 and view["findings_total"] == 1 and "raises TypeError" in view["findings"][0]
+    assert summary["plan"]["targets"] > 0 and summary["tests"]["written"] == 0  # what was kept, not targeted
     world.approve(run_id)
     world.effects.deliver(run_id, execution, "pull_request")
     assert tracker.records == []
+
+
+def test_a_writer_that_crashed_on_every_module_is_shown_with_its_error_and_counted_not_as_tests_written(
+    tmp_path: Path,
+) -> None:
+    world = build_world(tmp_path)
+    world.builds.generation = "writer_crashed"
+
+    run_id, _ = world.to_review()
+
+    summary = world.service.view(run_id)["summary"]
+    failures = summary["generation"]["writer_failures"]
+    assert failures and all(line.endswith(": pynguin crashed (2 tries): RuntimeError: Failed to compute stacksize "
+                                          "(exited 1 in 3.09 s)") for line in failures)
+    assert summary["tests"]["written"] == 0
+    assert world.metrics.counts[metric_names.WRITER_FAILURES] == len(failures)
+    shown = "\n".join(render.summary(summary))
+    assert "  no test  " in shown and "RuntimeError: Failed to compute stacksize" in shown
+    assert "0 written" in shown
+
+
+def test_a_project_with_no_tests_that_the_writer_added_none_to_reaches_review_with_nothing_kept(
+    tmp_path: Path,
+) -> None:
+    world = build_world(tmp_path)
+    world.builds.generation, world.builds.outcome = "keep_none", "nothing_collected"
+
+    run_id, _ = world.to_review()
+
+    ledger = world.ledger.load(run_id)
+    assert (ledger.run.status, ledger.run.outcome) == (RunStatus.AWAITING_REVIEW, RunOutcome.NO_TESTS_KEPT)
+    assert ledger.stages["verify"].status == StageStatus.COMPLETE
+    assert not [d for d in ledger.decisions if d.kind == "handoff"]
+    assert ledger.latest_test_run().report["outcome"] == "no_tests"
+
+
+def test_tests_written_that_did_not_run_still_fail_verify(tmp_path: Path) -> None:
+    world = build_world(tmp_path)
+    world.builds.outcome = "nothing_collected"
+    run_id, execution = world.create()
+
+    with pytest.raises(NoTestsRanError):
+        world.run(run_id, execution, *UP_TO_REVIEW)
 
 
 def test_the_pull_request_leads_with_the_funnel_the_coverage_and_the_findings(tmp_path: Path) -> None:
@@ -205,8 +258,10 @@ def test_a_kept_test_that_carries_a_hidden_character_is_dropped_and_shown_as_a_f
     dropped = next(c for c in report["candidates"] if c["name"] == "test_slugify_reversed")
     why = "carries U+202E RIGHT-TO-LEFT OVERRIDE at line 2 of the test"
     assert (dropped["dropped_by"], dropped["detail"]) == ("no_hidden_text", why)
-    view = world.service.view(run_id)["summary"]["generation"]
+    summary = world.service.view(run_id)["summary"]
+    view = summary["generation"]
     assert view["kept"] == 1 and view["funnel"].endswith("added coverage 2, free of hidden characters 1)")
+    assert summary["tests"]["written"] == 1
     assert view["findings_total"] == 2  # the build's own finding comes after it
     assert view["findings"][0] == f"`test_slugify_reversed` dropped: it {why} ({SLUG_TESTS})"
     assert world.ledger.get_run(run_id).outcome == RunOutcome.CHANGES_PROPOSED
@@ -336,3 +391,33 @@ def test_a_plug_in_agent_s_plan_is_held_to_the_deployment_s_generation_settings(
     # The sample repository asks for 15 s per module, within both.
     assert (generation["module_seconds"], generation["run_seconds"], generation["iterations"], generation["runs"]) == (
         15, deployment.run_seconds, deployment.iterations, deployment.runs)
+
+
+def test_the_pull_request_names_the_modules_the_writer_wrote_nothing_for_with_hidden_characters_escaped() -> None:
+    report = GenerationReport.model_validate({
+        "writer": "pynguin", "funnel": {"generated": 0}, "candidates": [],
+        "writer_failures": [{"module": "parse", "what": "crashed", "message": "ValueError: bad\u202ename"},
+                            {"module": "parse.util", "what": "timed_out", "tries": 2}]})
+
+    body = "\n".join(value_markdown(report))
+
+    assert "**Modules the writer wrote no test for** (2)" in body
+    assert "- parse: pynguin crashed: ValueError: bad\\u202ename" in body and "\u202e" not in body
+    assert "- parse.util: pynguin timed out (2 tries)" in body
+    # A report an earlier release recorded, before writers' failures were: read as none.
+    assert GenerationReport.model_validate({"writer": "pynguin", "funnel": {}, "candidates": []}).writer_failures == []
+
+
+def test_findings_from_an_argument_of_the_wrong_type_come_last_and_say_so() -> None:
+    def raises(exception: str, call: str) -> dict[str, str]:
+        return {"module": "slugify", "test": "t", "source": call, "exception": exception, "message": "boom"}
+
+    report = GenerationReport.model_validate({"writer": "pynguin", "funnel": {}, "candidates": [], "findings": [
+        raises("TypeError", "slugify(text=set())"), raises("builtins.AttributeError", "slugify(text=1j)"),
+        raises("ValueError", "slugify(text='', max_length=-1)")]})
+
+    lines = [finding_line(finding) for finding in report.ranked_findings()]
+
+    assert lines[0] == "slugify: `slugify(text='', max_length=-1)` raises ValueError: boom"
+    assert all(line.endswith("(an argument of the wrong type, likely)") for line in lines[1:])
+    assert "\n".join(value_markdown(report)).index("ValueError") < "\n".join(value_markdown(report)).index("TypeError")

@@ -12,7 +12,7 @@ import boto3
 from botocore.stub import Stubber
 
 from agentledger.config import FunctionSettings
-from handlers.wiring import lambda_handler
+from agentledger.handlers.wiring import lambda_handler
 
 
 @lambda_handler(FunctionSettings)

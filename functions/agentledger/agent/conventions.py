@@ -4,20 +4,12 @@ pytest is told to look in (`testpaths`), else the tests folder the project alrea
 the project is packaged (setuptools' discovery leaves test folders out of a flat layout)."""
 from __future__ import annotations
 
-import configparser
-import tomllib
 from pathlib import PurePosixPath
-from typing import Any
 
 from agentledger.fingerprints import sha256_bytes
 from agentledger.source import SourceSnapshot, is_safe_relative_path
-from agentledger.testrun.config import ConfigError, read_bounded
+from agentledger.testrun.pytest_config import pytest_section
 
-# Where pytest reads its configuration, in the order it looks: (file, section).
-PYTEST_CONFIGS: tuple[tuple[str, str], ...] = (
-    ("pytest.ini", "pytest"), ("pyproject.toml", "tool.pytest.ini_options"), ("tox.ini", "pytest"),
-    ("setup.cfg", "tool:pytest"),
-)
 TEST_DIRECTORIES = ("tests", "test", "testing")
 DEFAULT_TEST_DIRECTORY = "tests"
 GENERATED_SUFFIX = "_generated"
@@ -26,37 +18,10 @@ GENERATED_SUFFIX = "_generated"
 def pytest_setting(snapshot: SourceSnapshot, key: str) -> tuple[str | list[str] | None, dict[str, str]]:
     """`key` of the first configuration file pytest would read, and that file's name -> its bytes'
     sha256 (so a plan can name what it read); (None, {}) when no file configures pytest."""
-    for name, section in PYTEST_CONFIGS:
-        if name not in snapshot.files:
-            continue
-        try:
-            data = read_bounded(snapshot.root / name)  # the repository's file: bounded, never a link
-        except ConfigError:
-            continue  # the test run refuses it with the reason; the plan just takes nothing from it
-        if data is None:
-            continue
-        values = _section(name, section, data)
-        if values is None:
-            continue  # pytest looks further
-        return values.get(key), {name: sha256_bytes(data)}
-    return None, {}
-
-
-def _section(name: str, section: str, data: bytes) -> dict[str, Any] | None:
-    if name.endswith(".toml"):
-        try:
-            table: Any = tomllib.loads(data.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            return None
-        for key in section.split("."):
-            table = table.get(key) if isinstance(table, dict) else None
-        return table if isinstance(table, dict) else None
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(data.decode("utf-8"))
-    except (configparser.Error, UnicodeDecodeError):
-        return None
-    return dict(parser.items(section)) if parser.has_section(section) else None
+    values, name, data = pytest_section(snapshot.root, lambda candidate: candidate in snapshot.files)
+    if values is None or name is None:
+        return None, {}
+    return values.get(key), {name: sha256_bytes(data)}
 
 
 def test_directory(snapshot: SourceSnapshot) -> tuple[str, dict[str, str]]:

@@ -25,7 +25,7 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 DocumentedNode = ast.Module | ast.ClassDef | FunctionNode
 MODULE_OBJECT = ""  # the qualified name of a module's own docstring
 SOURCE_ROOTS = ("src",)
-CALLED_ATTRIBUTE = "."  # marks, among the used names, a method name some test calls
+CALLED_ATTRIBUTE = "."  # marks, among the used names, a member some test calls or reads (a property)
 # Files analysed before, by content: a warm function or `serve` inspecting a repository again
 # (a resume after a source change, the next run) parses only the files that changed.
 ANALYSES_KEPT = 20_000
@@ -73,15 +73,17 @@ def is_test_file(path: str) -> bool:
     )
 
 
-# Python files that are the project's tooling, not its library: no writer targets them (running
-# setup.py or a __main__ module runs a command, not code a test should pin).
+# Python files that are the project's tooling, fixtures or someone else's code, not its library: no
+# writer targets them (running setup.py or a __main__ module runs a command, not code a test should
+# pin; a frozen copy under tools/ or a vendored package is pinned by its own project).
 TOOLING_FILES = frozenset({"setup.py", "versioneer.py", "noxfile.py", "fabfile.py", "__main__.py", "conf.py"})
-TOOLING_DIRECTORIES = frozenset({"docs", "doc", "examples", "benchmarks", "scripts"})
+TOOLING_DIRECTORIES = frozenset({"docs", "doc", "examples", "benchmarks", "scripts", "tools", "tool", "fixtures",
+                                 "testdata", "test_data", "vendor", "vendored", "_vendor", "third_party"})
 
 
 def is_project_tooling(path: str) -> bool:
     *directories, name = path.split("/")
-    return name in TOOLING_FILES or bool(directories and directories[0] in TOOLING_DIRECTORIES)
+    return name in TOOLING_FILES or bool(TOOLING_DIRECTORIES.intersection(directories))
 
 
 def importable_name(path: str) -> str | None:
@@ -237,6 +239,7 @@ def used_names(tree: ast.Module) -> set[str]:
                 used.add(f"{CALLED_ATTRIBUTE}{node.func.attr}")  # `anything.method(...)`
             referenced.append(node.func)
         elif isinstance(node, ast.Attribute):
+            used.add(f"{CALLED_ATTRIBUTE}{node.attr}")  # `Version("2.1.0").major`: a property read
             referenced.append(node)
     for expr in referenced:
         dotted = _dotted(expr)

@@ -17,23 +17,26 @@ import json
 import os
 import stat
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import generation
+from .generation_java import JavaGeneration
 from .install import InstallResult, install
 from .layout import (
     COVERAGE_DIR,
     FAILURE_FILE,
     GENERATION_REQUEST_FILE,
+    GENERATION_RESULT_FILE,
     JUNIT_DIR,
     OUTPUT_FILE,
     RESULT_FILE,
     RESULTS_DIR,
     STATE_DIR,
 )
-from .processes import DriverError, Outcome, become_subreaper, describe, give_tree, say
+from .processes import DriverError, Outcome, become_subreaper, describe, give_tree, say, seconds_since
 from .results import collect_reports, make_private, write_output_tail, write_result
 from .upload import upload_results
 from .workspace import (
@@ -98,6 +101,19 @@ def run_install() -> int:
     return 0
 
 
+def run_generation(workspace: Workspace, venv: Path | None) -> Outcome:
+    """The generation and its filters, the kit acting as the code's uid; the result is written
+    next to result.json, as root."""
+    request = generation.load_request(workspace.root / GENERATION_REQUEST_FILE)
+    writer = JavaGeneration if request.language == "java" else generation.Generation
+    started = time.monotonic()
+    with workspace.user.acting():
+        result = writer(workspace, venv, generation.Tools(generation.tools_root()), request).run()
+    (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    say("generation: " + ", ".join(f"{name} {count}" for name, count in result["funnel"].items()))
+    return Outcome(exit_code=0, duration_s=seconds_since(started), timed_out=False)
+
+
 def run_suite() -> int:
     workspace = open_workspace(Path.cwd())
     become_subreaper()
@@ -108,7 +124,7 @@ def run_suite() -> int:
         outcome = None
         say("install failed, not running the tests")
     elif (workspace.root / GENERATION_REQUEST_FILE).is_file():
-        outcome = generation.run(workspace, venv)
+        outcome = run_generation(workspace, venv)
     else:
         outcome = run_tests(workspace, venv)
     config = workspace.config

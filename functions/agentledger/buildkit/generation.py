@@ -36,12 +36,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, GENERATION_RESULT_FILE, TOOLS_DIR, TOOLS_MARKER
-from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say, seconds_since
+from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, TOOLS_DIR, TOOLS_MARKER
+from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say
 from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
 COVERAGE_REQUIREMENT = "coverage==7.18.0"
@@ -57,6 +57,9 @@ MAX_CANDIDATE_FILE_BYTES = 1 << 20
 MAX_CANDIDATES = 400
 MAX_FINDINGS = 100
 MAX_MESSAGE = 2_000
+# `SomeError: what went wrong`, as a traceback's last line says it (inside rich's boxes, too).
+ERROR_LINE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)):\s*(\S.*)")
+OUTPUT_READ_FOR_AN_ERROR = 64_000
 MAX_REPORT_BYTES = 64 << 20  # a JUnit or coverage report read back; larger is not believed
 PYNGUIN_MARGIN_S = 60  # Pynguin's own start, minimization and writing, past its search budget
 PYNGUIN_MAX_MUTANTS = 300
@@ -133,6 +136,18 @@ class Finding:
 
 
 @dataclass
+class WriterFailure:
+    """A module the writer wrote no tests for, and how its last try ended: `crashed` (with the last
+    error line it printed), `timed_out`, `wrote_nothing`, `unreadable` (what it wrote is not a
+    module) or `not_searched` (the run's budget was spent before it)."""
+
+    module: str
+    what: str
+    message: str
+    tries: int = 1
+
+
+@dataclass
 class TestFile:
     """A candidate test file split into what every test needs (imports, helpers) and its tests."""
 
@@ -165,7 +180,45 @@ def is_test_node(node: ast.stmt) -> bool:
 
 
 def join_test_file(header: str, tests: list[str]) -> str:
+    """The test module of these tests, without an import none of them (nor the rest of the header)
+    uses: a test dropped by a filter takes its imports with it."""
+    header = without_unused_imports(header, tests)
     return header.rstrip("\n") + "\n" + "".join(f"\n\n{source.rstrip()}\n" for source in tests)
+
+
+def without_unused_imports(header: str, tests: list[str]) -> str:
+    """`header` without each import statement whose every name no code of the file mentions (as a
+    name, an attribute's base or a parameter, such as a fixture's). `from __future__` and `*`
+    imports stay; a header or test that does not parse is left as it is."""
+    try:
+        tree = ast.parse(header)
+        mentioned = [ast.parse(source) for source in tests]
+    except (SyntaxError, ValueError):
+        return header
+    lines = header.splitlines(keepends=True)
+    dropped: set[int] = set()
+    for node in tree.body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or (
+                isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            continue
+        bound = {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        others = [other for other in tree.body if other is not node] + mentioned
+        if "*" not in bound and not bound & _names_used(others):
+            dropped.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    return "".join(line for number, line in enumerate(lines) if number not in dropped)
+
+
+def _names_used(nodes: Sequence[ast.AST]) -> set[str]:
+    used: set[str] = set()
+    for root in nodes:
+        if isinstance(root, (ast.Import, ast.ImportFrom)):
+            continue
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.arg):
+                used.add(node.arg)
+    return used
 
 
 def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple[TestFile, list[Finding]]:
@@ -176,6 +229,10 @@ def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple
     kept: list[ast.stmt] = []
     findings: list[Finding] = []
     for node in tree.body:
+        if alias is not None and _is_alias_of(node, alias):
+            # `mod_ = sys.modules["pkg.mod"]` reads as a person writes it, and an inventory sees the import.
+            kept.append(ast.Import(names=[ast.alias(name=target.module, asname=alias)]))
+            continue
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             node.name = unique_name(test_name_for(node, alias), used)
             if any(is_xfail(decorator) for decorator in node.decorator_list):
@@ -196,6 +253,11 @@ def module_alias(tree: ast.Module, module: str) -> str | None:
                 and isinstance(node.value, ast.Subscript) and ast.unparse(node.value) == f"sys.modules['{module}']"):
             return node.targets[0].id
     return None
+
+
+def _is_alias_of(node: ast.stmt, alias: str) -> bool:
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == alias and isinstance(node.value, ast.Subscript))
 
 
 def test_name_for(node: ast.FunctionDef, alias: str | None) -> str:
@@ -316,6 +378,15 @@ class Runner:
 
 
 Outcomes = dict[tuple[str, str], list[str]]
+
+
+def last_error(output: str) -> str:
+    """The last `SomeError: message` line a command printed, '' if it printed none."""
+    found = ""
+    for line in output.splitlines():
+        if match := ERROR_LINE.search(line.strip(" │╭╮╰╯─")):
+            found = f"{match[1]}: {match[2].strip(' │')}"
+    return found[:MAX_MESSAGE]
 
 
 def junit_outcomes(report: Path) -> Outcomes:
@@ -493,6 +564,7 @@ class Generation:
         self.files: dict[str, TestFile] = {}
         self.headers: dict[str, str] = {}  # module -> the header of the test file written for it
         self.notes: list[str] = []
+        self.writer_failures: dict[str, WriterFailure] = {}  # by module, while it has no test
         self.timings: dict[str, float] = {}
         self.alone_coverage: Path | None = None  # the candidates alone, measured by test
         self.started = time.monotonic()
@@ -547,8 +619,9 @@ class Generation:
         for target in self.request.targets:
             left = int(deadline - time.monotonic())
             if left < 1:
-                self.notes.append(f"{target.module}: not searched, the run's {self.request.run_seconds} s "
-                                  "budget is spent")
+                why = f"not searched, the run's {self.request.run_seconds} s budget is spent"
+                self.notes.append(f"{target.module}: {why}")
+                self.writer_failed(target.module, "not_searched", why)
                 continue
             self.search_module(target, min(self.request.module_seconds, left))
 
@@ -573,12 +646,14 @@ class Generation:
                 test_file, findings = pynguin_candidates(text, target, used)
             except (SyntaxError, ValueError) as error:
                 self.notes.append(f"{target.module}: Pynguin wrote no parseable module ({error})"[:MAX_MESSAGE])
+                self.writer_failed(target.module, "unreadable", f"Pynguin wrote no parseable module ({error})")
                 continue
             header = header or test_file.header
             tests += test_file.tests
             self.findings += findings[:MAX_FINDINGS - len(self.findings)]
         if header is None:
             return
+        self.writer_failures.pop(target.module, None)
         (self.repository / target.test_path).parent.mkdir(parents=True, exist_ok=True)
         (self.repository / target.test_path).write_text(
             join_test_file(header, [source for _, source in tests]), encoding="utf-8")
@@ -606,18 +681,28 @@ class Generation:
                        APPEND_PATH_VARIABLE: os.pathsep.join(site_packages)}
         say(f"pynguin: {target.module} (seed {seed}, {' and '.join(metrics).lower()} coverage, {budget_s} s, "
                    f"{self.request.iterations} iterations)")
+        printed_from = self.workspace.log_size()
         outcome = self.workspace.run_argv(argv, " ".join(argv), environment, cwd=self.repository,
                                           timeout_s=budget_s + PYNGUIN_MARGIN_S)
         written = sorted(output.glob("test_*.py"))
         if not outcome.succeeded or not written:
             why = describe(outcome, budget_s + PYNGUIN_MARGIN_S)
             self.notes.append(f"{target.module}: Pynguin (seed {seed}) wrote no tests ({why})")
+            ending = "timed_out" if outcome.timed_out else "wrote_nothing" if outcome.succeeded else "crashed"
+            error = last_error(self.workspace.output_since(printed_from, OUTPUT_READ_FOR_AN_ERROR))
+            self.writer_failed(target.module, ending, f"{error} ({why})" if error else why)
             return None
         try:
             return self.read_text(written[0], output)
         except (ValueError, OSError) as error:
             self.notes.append(f"{target.module}: Pynguin's output could not be read ({error})"[:MAX_MESSAGE])
+            self.writer_failed(target.module, "unreadable", f"Pynguin's output could not be read ({error})")
             return None
+
+    def writer_failed(self, module: str, what: str, message: str) -> None:
+        earlier = self.writer_failures.get(module)
+        self.writer_failures[module] = WriterFailure(module, what, message[:MAX_MESSAGE],
+                                                     earlier.tries + 1 if earlier else 1)
 
     @staticmethod
     def read_text(path: Path, within: Path) -> str:
@@ -753,30 +838,9 @@ class Generation:
             "coverage": coverage,
             "files": files,
             "notes": self.notes,
+            "writer_failures": [asdict(failure) for failure in self.writer_failures.values()],
             "timings": self.timings,
         }
-
-
-def run(workspace: Workspace, venv: Path | None) -> Outcome:
-    """The generation and its filters, the kit acting as the code's uid; the result is written
-    next to result.json, as root."""
-    request = load_request(workspace.root / GENERATION_REQUEST_FILE)
-    tools = Tools(tools_root())
-    started = time.monotonic()
-    with workspace.user.acting():
-        result = generation_for(request)(workspace, venv, tools, request).run()
-    (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    funnel = result["funnel"]
-    say("generation: " + ", ".join(f"{name} {count}" for name, count in funnel.items()))
-    return Outcome(exit_code=0, duration_s=seconds_since(started), timed_out=False)
-
-
-def generation_for(request: Request) -> type[Generation]:
-    if request.language != "java":
-        return Generation
-    from .generation_java import JavaGeneration  # noqa: PLC0415 — it builds on this module
-
-    return JavaGeneration
 
 
 # --- the tools -----------------------------------------------------------------------------------

@@ -19,12 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentledger.buildkit.layout import JUNIT_DIR, RESULTS_VARIABLE
 
+from .files import ConfigError, read_bounded
+from .pytest_config import plugins_needed, pytest_section
+
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-
-class ConfigError(ValueError):
-    """A configuration a person must fix; the message names the file and the key."""
 
 
 Ecosystem = Literal["python", "node", "maven", "custom"]
@@ -81,7 +80,6 @@ MAX_JUNIT_GLOBS = 20
 MAX_ENV_ENTRIES = 50
 MAX_ENV_VALUE_CHARS = 4096
 MAX_IMAGE_CHARS = 256
-MAX_CONFIG_FILE_BYTES = 1 << 20
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
 # The sandbox sets these itself; letting the repository replace them would unmoor the build.
@@ -89,6 +87,11 @@ SANDBOX_ENV_NAMES = frozenset({"PATH", "HOME", "VIRTUAL_ENV", "PYTHONPATH"})
 SANDBOX_ENV_PREFIXES = ("AWS_", "AGENTLEDGER_")
 
 PYTHON_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
+GRADLE_MARKERS = ("build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts")
+# What a Gradle team writes (docs/guides/repository.md explains each line): Gradle's own test task,
+# its JUnit XML, and the jacoco plugin's report when the build applies it.
+GRADLE_EXAMPLE = ('test = "./gradlew test --no-daemon", junit = ["build/test-results/test/*.xml", '
+                  '"*/build/test-results/test/*.xml"], jacoco = ["build/reports/jacoco/test/jacocoTestReport.xml"]')
 REQUIREMENTS_FILES = (
     "requirements.txt", "requirements-dev.txt", "requirements-test.txt", "test-requirements.txt",
     "dev-requirements.txt", "requirements/test.txt", "requirements/dev.txt",
@@ -345,6 +348,12 @@ FORMER_NAMES = {"generation_seconds": "generation_run_seconds"}
 def _detect_ecosystem(root: Path, explicit: _Explicit) -> str:
     if (root / "pom.xml").is_file():
         return "maven"
+    if gradle := _existing(root, GRADLE_MARKERS):
+        if "test" in explicit.values:
+            return "custom"
+        raise ConfigError(
+            f"a Gradle project ({gradle[0]}): agentledger runs Maven, Python and Node suites by itself; for Gradle, "
+            f"say in {EXPLICIT_FILE} how the suite runs and where it reports: {GRADLE_EXAMPLE}")
     if (root / "package.json").is_file():
         return "node"
     if _existing(root, PYTHON_MARKERS) or _has_python_modules(root):
@@ -391,7 +400,9 @@ def _python_defaults(root: Path, pyproject: dict[str, Any], explicit_test: bool)
     if grouped:
         install.append(f"{PIP_INSTALL} " + " ".join(grouped))
     if not explicit_test:
-        install.append(f"{PIP_INSTALL} pytest")
+        # pytest and the plugins its configuration's options need, which no extra may declare.
+        settings, _, _ = pytest_section(root, lambda name: (root / name).is_file())
+        install.append(" ".join([PIP_INSTALL, "pytest", *(f"'{plugin}'" for plugin in plugins_needed(settings))]))
     return {"virtualenv": True, "install_project": buildable, "install": install, "test": PYTEST_COMMAND,
             "cache_key_files": _existing(root, ("pyproject.toml", "setup.py", "setup.cfg")) + requirements}
 
@@ -485,18 +496,6 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path.name} is not valid TOML: {error}") from None
-
-
-def read_bounded(path: Path) -> bytes | None:
-    """The file's bytes, or None when there is none. A link is refused rather than followed: the
-    repository could point it at /dev/zero or at a file of the host."""
-    if path.is_symlink():
-        raise ConfigError(f"{path.name} is a symbolic link; configuration files must be regular files")
-    if not path.is_file():
-        return None
-    if path.stat().st_size > MAX_CONFIG_FILE_BYTES:
-        raise ConfigError(f"{path.name} is larger than {MAX_CONFIG_FILE_BYTES} bytes")
-    return path.read_bytes()
 
 
 def _existing(root: Path, names: tuple[str, ...]) -> list[str]:

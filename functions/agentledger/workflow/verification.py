@@ -11,6 +11,7 @@ ones are written; the status comes from the build service, which the build canno
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -26,6 +27,7 @@ from ..states import BuildStatus
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
 from ..testrun.junit import TestCounts, summarize_junit
 from ..testrun.layout import build_timeout_minutes
+from ..testrun.pytest_config import PLUGIN_OPTIONS
 from .builds import (
     BuildAllowance,
     BuildInputs,
@@ -40,6 +42,8 @@ from .builds import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..ports import ArtifactPort, BuildPort, LedgerPort
     from ..testrun.config import TestRunConfig
 
@@ -142,10 +146,11 @@ class TestBuilds:
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:
             return VerifyProgress(progress.run, progress.test_run, poll_after_s=progress.poll_after_s)
-        return self._read_results(progress.run, progress.test_run, config, progress.archive)
+        return self._read_results(progress.run, progress.test_run, config, progress.archive,
+                                  wrote_tests=lambda: bool(self.artifacts.get_json(test_files)))
 
     def _read_results(self, run: Run, test_run: TestRun, config: TestRunConfig,
-                      archive: bytes | None) -> VerifyProgress:
+                      archive: bytes | None, wrote_tests: Callable[[], bool]) -> VerifyProgress:
         run_id = run.run_id
         contents = read_output_archive(archive) if archive is not None else None
         report, counts = judge(test_run, config, contents)
@@ -160,7 +165,7 @@ class TestBuilds:
         if counts is not None:
             refs.append(self.artifacts.put_json(run_id, Stage.VERIFY, "test-results.json",
                                                 counts.model_dump(mode="json")))
-        return VerifyProgress(run, test_run, artifacts=refs, report=report, failure=_failure(report))
+        return VerifyProgress(run, test_run, artifacts=refs, report=report, failure=_failure(report, wrote_tests))
 
 
 @dataclass(frozen=True)
@@ -290,15 +295,43 @@ def judge(test_run: TestRun, config: TestRunConfig,
                                  f"({counts.skipped} skipped)", **base), counts
     if suite.exit_code != 0:
         detail = f": {counts.failed} failed, {counts.errors} errored of {counts.tests}" if counts else ""
+        lacking = "" if counts and counts.tests else what_the_suite_lacked(contents.output if contents else "")
         return TestReport(outcome="failed", passed=False,
-                          reason=f"the test command exited {suite.exit_code}{detail}", **base), counts
+                          reason=f"the test command exited {suite.exit_code}{detail}{lacking}", **base), counts
     detail = f": {counts.passed} passed, {counts.skipped} skipped" if counts else " (it wrote no JUnit XML to count)"
     return TestReport(outcome="passed", passed=True, reason=f"the test command exited 0{detail}", **base), counts
 
 
-def _failure(report: TestReport) -> Exception | None:
+# How pytest says it could not start: an option of a plugin it does not have, a module the suite
+# (or its conftest) imports that no install put there.
+UNKNOWN_OPTION = re.compile(r"error: unrecognized arguments: (-[^\s]+)")
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_.]{1,100})'")
+DECLARE = ("; declare it in agentledger.toml, e.g. "
+           'install = ["python -I -m pip install . pytest {package}"]')
+
+
+def what_the_suite_lacked(output: str) -> str:
+    """Why a suite that ran no test could not start, and how a repository declares what it lacked;
+    empty when its output does not say."""
+    if found := UNKNOWN_OPTION.search(output):
+        option = found[1].split("=", 1)[0]
+        plugin = next((name for name, options in PLUGIN_OPTIONS.items() if option in options), "THE-PLUGIN")
+        return (f": the suite could not start: pytest does not know {option}, an option of a plugin"
+                f" the project does not declare" + DECLARE.format(package=plugin))
+    if module := MISSING_MODULE.search(output):
+        top = module[1].split(".")[0]
+        return (f": the suite could not start: it imports {module[1]}, which nothing installed"
+                + DECLARE.format(package=top.replace("_", "-")))
+    return ""
+
+
+def _failure(report: TestReport, wrote_tests: Callable[[], bool]) -> Exception | None:
+    """`wrote_tests` is asked only of a suite that ran no test: only then are the written tests read."""
     if report.passed:
         return None
     if report.outcome == "no_tests":
-        return NoTestsRanError(report.reason)
+        # A project without tests of its own that the writers added none to has nothing to run: the
+        # run's outcome (no tests kept) says so, and the reviewer sees why, with no one handed it.
+        # Tests written that did not run are a failure: they were to show the change works.
+        return NoTestsRanError(report.reason) if wrote_tests() else None
     return VerificationFailedError(f"{report.reason}; see test-output.txt")

@@ -15,9 +15,9 @@ import json
 import tarfile
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .. import metric_names
 from ..agent import Plan, PlanItem, java
@@ -79,6 +79,11 @@ class CandidateResult(BaseModel):
         return self.dropped_by is None
 
 
+# What a call raises when an argument is of a type the code does not take ('set' object has no
+# attribute 'lower'; can only concatenate str (not "complex")).
+WRONG_TYPE_EXCEPTIONS = frozenset({"TypeError", "AttributeError"})
+
+
 class Finding(BaseModel):
     """For the reviewer to judge: an input that makes the code raise where nothing said it should
     (`raises`, in the module under test), or a test kept by the build and dropped here for a
@@ -92,6 +97,29 @@ class Finding(BaseModel):
     source: str = Field(max_length=MAX_FINDING_SOURCE)
     exception: str = Field(default="", max_length=200)
     message: str = Field(default="", max_length=2_000)
+
+    def wrong_type(self) -> bool:
+        """Raised, most likely, because the call passed an argument of a type the code does not take."""
+        return self.kind == "raises" and self.exception.rsplit(".", 1)[-1] in WRONG_TYPE_EXCEPTIONS
+
+
+WriterEnding = Literal["crashed", "timed_out", "wrote_nothing", "unreadable", "not_searched"]
+WRITER_ENDINGS: dict[str, str] = {
+    "crashed": "crashed", "timed_out": "timed out", "wrote_nothing": "wrote nothing",
+    "unreadable": "wrote what could not be read", "not_searched": "was not run",
+}
+
+
+class WriterFailure(BaseModel):
+    """A targeted module the writer wrote no test for, and how its last try ended, with the last
+    error it printed (the build's text: shown with any hidden character escaped)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    module: str = Field(max_length=300)
+    what: WriterEnding
+    message: Annotated[str, AfterValidator(printable)] = Field(default="", max_length=2_000)
+    tries: int = Field(default=1, ge=1, le=100)
 
 
 class ModuleCoverage(BaseModel):
@@ -129,11 +157,17 @@ class GenerationReport(BaseModel):
     findings: list[Finding] = Field(default_factory=list, max_length=MAX_FINDINGS)
     coverage: dict[str, CoverageChange] = Field(default_factory=dict, max_length=1_000)
     notes: list[str] = Field(default_factory=list, max_length=200)
+    writer_failures: list[WriterFailure] = Field(default_factory=list, max_length=400)
     timings: dict[str, float] = Field(default_factory=dict, max_length=20)
 
     @property
     def kept(self) -> list[CandidateResult]:
         return [candidate for candidate in self.candidates if candidate.kept]
+
+    def ranked_findings(self) -> list[Finding]:
+        """The findings a reviewer should read first, first: what raised on an argument of the wrong
+        type (a test writer's random `text=set()`) says little about the code, so it comes last."""
+        return sorted(self.findings, key=lambda finding: finding.wrong_type())
 
     def coverage_gained(self) -> float:
         """Points of line coverage the kept tests add over all targeted modules together."""
@@ -167,21 +201,32 @@ def coverage_line(path: str, change: CoverageChange) -> str:
     return f"{path}: {shown(change.before)} → {shown(change.after)}"
 
 
+def writer_failure_line(report: GenerationReport, failure: WriterFailure) -> str:
+    """`parse: Pynguin crashed (2 tries): RuntimeError: Failed to compute stacksize (exited 1 in 3 s)`."""
+    tries = f" ({failure.tries} tries)" if failure.tries > 1 else ""
+    said = f": {failure.message}" if failure.message else ""
+    return f"{failure.module}: {report.writer} {WRITER_ENDINGS[failure.what]}{tries}{said}"
+
+
 def finding_line(finding: Finding) -> str:
     if finding.kind == "hidden_text":
         # Why first: a terminal's view cuts a finding's line at its width.
         return f"`{finding.test}` dropped: it {finding.message} ({finding.module})"
     call = " ".join(finding.source.splitlines()[-1].split())
-    return f"{finding.module}: `{call}` raises {finding.exception or '?'}: {finding.message}"
+    likely = " (an argument of the wrong type, likely)" if finding.wrong_type() else ""
+    return f"{finding.module}: `{call}` raises {finding.exception or '?'}: {finding.message}{likely}"
 
 
 def value_markdown(report: GenerationReport) -> list[str]:
     """What a pull request leads with: the funnel, the coverage of the targeted modules, the findings."""
     lines = [f"**Tests:** {funnel_line(report)}", "", "**Coverage of the targeted modules (before → after)**",
              *[f"- {coverage_line(path, change)}" for path, change in sorted(report.coverage.items())]]
+    if report.writer_failures:
+        lines += ["", f"**Modules the writer wrote no test for** ({len(report.writer_failures)})",
+                  *[f"- {writer_failure_line(report, failure)}" for failure in report.writer_failures[:FINDINGS_SHOWN]]]
     if report.findings:
         lines += ["", f"**Findings** ({len(report.findings)}, for the reviewer to judge)",
-                  *[f"- {finding_line(finding)}" for finding in report.findings[:FINDINGS_SHOWN]]]
+                  *[f"- {finding_line(finding)}" for finding in report.ranked_findings()[:FINDINGS_SHOWN]]]
     return lines
 
 
@@ -298,6 +343,7 @@ class TestWriting:
             self.metrics.count(metric, report.funnel.get(name, 0))
         self.metrics.count(metric_names.CANDIDATES_KEPT, len(report.kept))
         self.metrics.count(metric_names.COVERAGE_GAINED, report.coverage_gained())
+        self.metrics.count(metric_names.WRITER_FAILURES, len(report.writer_failures))
 
 
 def believed_result(test_run: TestRun, archive: bytes | None, contents: Any, planned: list[str]) -> BuildResult:

@@ -120,9 +120,25 @@ def test_the_same_content_as_a_test_and_as_a_module_is_analysed_for_each_role(tm
 def test_the_project_s_tooling_is_not_library_code_to_write_tests_for(tmp_path):
     repo = tmp_path / "repo"
     for path in ("setup.py", "versioneer.py", "noxfile.py", "pkg/__main__.py", "docs/conf.py",
-                 "examples/demo.py", "benchmarks/bench.py", "scripts/release.py"):
+                 "examples/demo.py", "benchmarks/bench.py", "scripts/release.py",
+                 # python-slugify's frozen copy the suite imports, and vendored code at any depth
+                 "tools/legacy_reference.py", "pkg/_vendor/six.py", "fixtures/data.py"):
         write(repo, path, "def run(argv):\n    return argv\n")
     write(repo, "pkg/__init__.py", "def add(a, b):\n    return a + b\n")
     inventory = inspect_repository(snapshot_directory(repo))
     assert [module.path for module in inventory.modules] == ["pkg/__init__.py"]
     assert inventory.untested == ["pkg/__init__.py::add"]
+
+
+def test_a_property_a_test_reads_is_tested_like_a_method_it_calls(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "pkg/version.py", "class Version:\n    def __init__(self, text):\n        self.text = text\n\n"
+                                  "    @property\n    def major(self):\n        return int(self.text.split('.')[0])\n\n"
+                                  "    @property\n    def minor(self):\n        return int(self.text.split('.')[1])\n")
+    write(repo, "tests/test_version.py", "def test_major():\n    from pkg.version import Version\n\n"
+                                         "    assert Version('2.1.0').major == 2\n")
+
+    untested = inspect_repository(snapshot_directory(repo)).untested
+
+    assert "pkg/version.py::Version.major" not in untested and "pkg/version.py::Version" not in untested
+    assert "pkg/version.py::Version.minor" in untested

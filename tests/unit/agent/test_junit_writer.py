@@ -24,8 +24,8 @@ from agentledger.agent import (
 from agentledger.agent.bedrock import PLAN_TOOL
 from agentledger.buildkit import layout
 from agentledger.models import Stage
+from agentledger.testing.world import build_world
 from agentledger.workflow.writing import language_of, targets_of
-from tests.fakes.world import build_world
 from tests.samples import write_maven_sample
 
 from .samples import BRIEF

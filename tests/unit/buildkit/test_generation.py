@@ -11,8 +11,10 @@ from agentledger.buildkit.generation import (
     Target,
     collected_as,
     context_owner,
+    join_test_file,
     junit_outcomes,
     keep_coverage_gains,
+    last_error,
     outcome_of,
     pynguin_candidates,
     repeated_in_one_session,
@@ -30,10 +32,32 @@ TARGET = Target(module="shapes.rect", path="shapes/rect.py", test_path="tests/te
 def test_pynguin_tests_are_named_after_what_they_call_and_its_xfail_tests_become_findings() -> None:
     test_file, findings = pynguin_candidates(PYNGUIN_OUTPUT, TARGET, {})
     assert [name for name, _ in test_file.tests] == ["test_rect_area", "test_classify_2", "test_classify_3"]
-    assert "rect_ = sys.modules['shapes.rect']" in test_file.header and "import pytest" in test_file.header
+    assert "import shapes.rect as rect_" in test_file.header and "sys.modules" not in test_file.header
     [finding] = findings
     assert (finding.module, finding.test) == ("shapes.rect", "test_classify")
     assert "xfail" not in finding.source and "rect_.classify(n=None)" in finding.source
+
+
+def test_a_written_module_imports_only_what_its_tests_use() -> None:
+    test_file, _ = pynguin_candidates(PYNGUIN_OUTPUT, TARGET, {})
+
+    written = join_test_file(test_file.header, [source for _, source in test_file.tests])
+
+    imports = [line for line in written.splitlines() if line.startswith(("import", "from"))]
+    assert imports == ["import shapes.rect as rect_"]  # not pytest (no test uses it), not sys, not shapes
+    raising = "def test_none():\n    with pytest.raises(TypeError):\n        rect_.classify(n=None)"
+    assert "import pytest" in join_test_file(test_file.header, [raising])
+
+
+def test_an_import_a_fixture_or_the_rest_of_the_header_names_is_kept() -> None:
+    header = ("from __future__ import annotations\nimport os, json\nfrom calc import add\n"
+              "from .fixtures import sample\nimport textwrap\nLIMIT = textwrap.dedent('x')\n")
+
+    written = join_test_file(header, ["def test_add(sample):\n    assert add(1, sample) == 2"])
+
+    assert written.startswith("from __future__ import annotations\nfrom calc import add\nfrom .fixtures import sample\n"
+                              "import textwrap\n")
+    assert "import os" not in written
 
 
 def test_names_stay_unique_across_two_searches_of_one_module() -> None:
@@ -177,3 +201,19 @@ def test_the_deployment_may_ask_for_fewer_or_more_runs_in_a_row() -> None:
 
     repeated_runs([steady], "pass_with_suite", run, runs=2)
     assert ran == [1, 2] and steady.runs["pass_with_suite"] == 2
+
+
+def test_the_last_error_a_crashed_writer_printed_is_its_message_even_inside_rich_boxes() -> None:
+    printed = (
+        "pynguin: parse (seed 1, branch coverage, 30 s)\n"
+        "                    │ ❱  158 │   │   raise RuntimeError(msg)  │\n"
+        "                    RuntimeError: Failed to compute stacksize,  \n"
+        "                    │    293 │   except (Exception, TestExecu │\n"
+        "│ pynguin.instrumentation.InstrumentationError: the block 0 is not part of this bytecode │\n"
+        "[agentledger: exited 1 in 3.09 s]\n"
+    )
+
+    assert last_error(printed) == ("pynguin.instrumentation.InstrumentationError: "
+                                   "the block 0 is not part of this bytecode")
+    assert last_error(printed.split("│    293")[0]) == "RuntimeError: Failed to compute stacksize,"
+    assert last_error("collected 0 items\n[agentledger: exited 5 in 1 s]\n") == ""

