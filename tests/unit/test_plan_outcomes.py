@@ -85,6 +85,24 @@ def test_a_deployment_can_ask_for_a_review_of_an_empty_plan(tmp_path: Path) -> N
     assert world.workflow.assess(run_id, execution)["next"] == NextAction.EXECUTE
 
 
+def test_a_repository_can_ask_for_a_review_of_its_empty_plan_and_an_edit_of_that_ask_is_not_acted_on(
+        tmp_path: Path) -> None:
+    world = build_world(tmp_path)
+    _without_examples(world, tmp_path)
+    (world.repo / "agentledger.toml").write_text("review_empty_plans = true\n")
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
+    assert world.ledger.get_run(run_id).outcome == RunOutcome.EMPTY_PLAN_REVIEWED
+    assert world.workflow.assess(run_id, execution)["next"] == NextAction.EXECUTE
+
+    ledger = world.ledger.load(run_id)
+    files_read = next(world.artifacts.get_json(ref) for ref in ledger.artifacts if ref.name == "files-read.json")
+    assert "agentledger.toml" in files_read  # the plan's evidence holds what asked for the review
+
+    (world.repo / "agentledger.toml").write_text("review_empty_plans = false\n")
+    assert world.workflow.assess(run_id, execution)["next"] != NextAction.EXECUTE
+
+
 def test_the_reviewers_comment_reaches_the_planner_and_an_unchanged_plan_is_said_to_be_unchanged(
         tmp_path: Path) -> None:
     world = build_world(tmp_path)

@@ -238,6 +238,17 @@ def test_a_summary_before_planning_says_what_is_not_there_yet() -> None:
         "  plan     not made yet", "  files    0 written: none yet", "  tests    0 written; not run yet"]
 
 
+@pytest.mark.parametrize(("outcome", "files"), [
+    ("empty_plan_reviewed", "  files    0 written: none, the plan writes no files"),
+    ("no_tests_kept", "  files    0 written: none, no test was kept"),
+])
+def test_a_run_that_will_write_nothing_does_not_say_none_yet(outcome: str, files: str) -> None:
+    lines = render.summary({"request": "r", "outcome": outcome, "plan": None, "files_changed": [],
+                            "tests": {"written": 0, "outcome": "passed", "passed": 2, "failed": 0,
+                                      "errors": 0, "skipped": 0}})
+    assert files in lines
+
+
 def test_a_suite_that_wrote_jacoco_reports_shows_its_coverage_under_the_tests() -> None:
     coverage = "lines 50% (4 of 8), branches 38% (3 of 8), from 1 JaCoCo report"
     lines = render.summary({"request": "r", "plan": None, "files_changed": [],

@@ -67,6 +67,9 @@ class TestRunConfig(BaseModel):
     generation_module_seconds: int | None = None
     generation_run_seconds: int | None = None
     random_order: bool = True
+    # A plan that writes nothing is reviewed (its suite run and shown) instead of ending the run,
+    # as the deployment's reviewEmptyPlans asks for every repository.
+    review_empty_plans: bool = False
 
 
 EXPLICIT_FILE = "agentledger.toml"
@@ -337,6 +340,7 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "generation_run_seconds": ("generation_run_seconds", _seconds("generation_run_seconds")),
     "random_order": ("random_order", _boolean("random_order")),
     "install_project": ("install_project", _boolean("install_project")),
+    "review_empty_plans": ("review_empty_plans", _boolean("review_empty_plans")),
 }
 # A key an earlier release read under another name, read as the one it is now: a repository's
 # configuration written for that release keeps working.

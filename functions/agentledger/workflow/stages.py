@@ -11,6 +11,7 @@ from agentledger.records import new_decision
 from .. import metric_names
 from ..agent import Agent, Inventory, ModelCall, Plan, PlanBrief, PlannerOutputError
 from ..agent.executor import diff_against_source
+from ..agent.planner import repository_config
 from ..errors import StaleContextError
 from ..evidence import EVIDENCE_OF, file_reads, stage_evidence
 from ..fingerprints import digest
@@ -29,6 +30,7 @@ from ..models import (
     TestRun,
 )
 from ..states import DecisionKind, Verdict
+from ..testrun.config import EXPLICIT_FILE, PYPROJECT_FILE
 from ..workspaces import execute_workspace, expire_workspaces
 from .builds import BuildAllowance, load_build_config
 from .verification import TestBuilds, TestReport
@@ -129,6 +131,13 @@ class StageWork:
             raise StaleContextError(f"files changed while the plan was made: {', '.join(changed_meanwhile[:10])}")
         if plan.generation is not None:
             plan = plan.model_copy(update={"generation": self.settings.generation_limits.bound(plan.generation)})
+        outcome = RunOutcome.CHANGES_PROPOSED
+        if not plan.items:
+            asked_by = _empty_plans_reviewed_by(ctx.snapshot)
+            # The file that asks is what the plan read: an edit to it makes the plan stale.
+            plan = plan.model_copy(update={"files_read": {**plan.files_read, **asked_by}})
+            reviewed = self.settings.review_empty_plans or bool(asked_by)
+            outcome = RunOutcome.EMPTY_PLAN_REVIEWED if reviewed else RunOutcome.NOTHING_TO_DO
         calls = self._record_model_calls(ctx.run.run_id, plan.model_calls)
         ref = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "plan.json", plan.approved_content())
         read = self.artifacts.put_json(ctx.run.run_id, Stage.PLAN, "files-read.json", plan.files_read)
@@ -142,10 +151,6 @@ class StageWork:
                 f"the planner ({plan.planner}) made the same plan again after {sent_back.decided_by or 'the reviewer'} "
                 f"asked for changes; the reviewer is asked again",
                 {"plan_digest": plan.digest(), "comment": sent_back.comment}, ctx.execution))
-        if plan.items:
-            outcome = RunOutcome.CHANGES_PROPOSED
-        else:
-            outcome = RunOutcome.EMPTY_PLAN_REVIEWED if self.settings.review_empty_plans else RunOutcome.NOTHING_TO_DO
         return StageResult([*(call_ref for call_ref, _ in calls), ref, read], evidence,
                            changes={"plan_digest": plan.digest(), "outcome": outcome}, records=records)
 
@@ -320,3 +325,13 @@ def _change_request(ledger: Ledger) -> ChangeRequest | None:
         return None
     return ChangeRequest(plan_digest=review.plan_digest, comment=review.comment, decided_by=review.decided_by,
                          decided_at=review.decided_at)
+
+
+def _empty_plans_reviewed_by(snapshot: SourceSnapshot) -> dict[str, str]:
+    """The repository's configuration file, by its content's digest, when it asks for a plan that
+    writes nothing to be reviewed; empty when it does not (or has no usable configuration)."""
+    config = repository_config(snapshot)
+    if config is None or not config.review_empty_plans:
+        return {}
+    path = EXPLICIT_FILE if config.source == EXPLICIT_FILE else PYPROJECT_FILE
+    return {path: snapshot.files[path]} if path in snapshot.files else {}

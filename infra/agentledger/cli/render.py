@@ -286,7 +286,10 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
     changed = brief.get("files_changed") or []
     idle = brief.get("outcome") == "nothing_to_do"
     listed = ": " + ", ".join(f"{f['path']} (+{f['lines']})" for f in changed)
-    lines.append(f"  files    {len(changed)} written" + (listed if changed else "" if idle else ": none yet"))
+    # "none yet" only while the run may still write some: these outcomes say it never will.
+    never = {"empty_plan_reviewed": ": none, the plan writes no files", "no_tests_kept": ": none, no test was kept"}
+    lines.append(f"  files    {len(changed)} written" + (
+        listed if changed else "" if idle else never.get(brief.get("outcome") or "", ": none yet")))
     tests = brief["tests"]
     shown = (f"{tests['outcome']}: {tests['passed']} passed, {tests['failed']} failed, {tests['errors']} errored, "
              f"{tests['skipped']} skipped" if tests.get("passed") is not None

@@ -238,7 +238,7 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
         "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
         "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_run_seconds, image, install, "
         "install_project, "
-        "jacoco, junit, random_order, test, timeout, writer")
+        "jacoco, junit, random_order, review_empty_plans, test, timeout, writer")
 
 
 def test_invalid_toml_names_the_file_and_the_parser_message(tmp_path: Path) -> None:
