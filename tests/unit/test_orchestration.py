@@ -59,8 +59,7 @@ def test_a_stage_with_valid_evidence_is_skipped_and_its_work_not_redone(world: W
 
 def test_an_edit_to_a_file_the_plan_read_invalidates_the_plan_once_and_restarts_at_inspect(world: World) -> None:
     run_id, execution = world.create()
-    for stage in (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE):
-        world.workflow.run_stage(stage, run_id, execution)
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     edit_sample_repository(world.repo)
 
     assessment = world.workflow.assess(run_id, execution)
