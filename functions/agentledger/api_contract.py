@@ -147,6 +147,16 @@ class GenerationView(BaseModel):
     writer_failures: list[str] = []
 
 
+# What a run's source is, as a person reads it: an uploaded tarball is immutable, so no change to
+# the tree it was taken from reaches the run; a directory the local API reads in place is checked
+# on every stage entry, at approval and by the review keeper.
+SOURCE_KINDS = {
+    "snapshot": "an uploaded snapshot of the tree: it cannot go stale, and a change made to the tree after "
+                "the upload is not seen by this run",
+    "directory": "the directory itself, read in place: a change to a file the plan read makes the plan stale",
+}
+
+
 class RunOverview(BaseModel):
     """What a person reads first."""
 
@@ -157,6 +167,8 @@ class RunOverview(BaseModel):
     generation: GenerationView | None = None
     files_changed: list[FileChange]
     tests: TestsView
+    # What the run reads its repository from, and whether it can go stale: SOURCE_KINDS' sentences.
+    source: str = ""
 
 
 class RunView(Ledger):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from .errors import (
     EffectUnconfirmedError,
 )
 from .fingerprints import digest
-from .freshness import Entrance, require_fresh_upstream
+from .freshness import Entrance, EntryContext, require_fresh_upstream
 from .models import ArtifactRef, Effect, EffectStatus, Ledger, utc_now
 from .states import EFFECTS, DecisionKind, RunOutcome
 from .workflow.writing import GenerationReport, value_markdown
@@ -111,10 +111,14 @@ class EffectRunner:
         self.persistence = persistence
         self.metrics = metrics
 
-    def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None) -> dict[str, Any]:
+    def deliver(self, run_id: str, execution: str, name: str, lambda_context: Any = None,
+                entry: EntryContext | None = None) -> dict[str, Any]:
+        """`entry`: the one the invocation made for the stage this effect follows, when it sends the
+        effect too (the review notification): nothing is read again for the effect's own entry."""
         spec = EFFECTS[name]
-        ledger = self.ledger.load(run_id)
-        require_fresh_upstream(self.ledger, self.entrance.enter(ledger), spec.stage, execution, self.metrics)
+        entry = entry or self.entrance.enter(self.ledger.load(run_id))
+        ledger = entry.ledger
+        require_fresh_upstream(self.ledger, entry, spec.stage, execution, self.metrics)
         reason = self._skip_reason(ledger, name)
         if reason is not None:
             self.ledger.append(run_id, new_decision(DecisionKind.EFFECT_SKIPPED, reason, {"effect": name}, execution))
@@ -142,29 +146,29 @@ class EffectRunner:
                             status=EffectStatus.INTENDED, request=payload, execution=execution)
         if effect.status == EffectStatus.UNCONFIRMED and effect.execution == execution:
             return self._recheck(run_id, effect, receiver)
-        written: list[Effect] = []  # the records of this effect this invocation wrote, the latest last
+        attempt = _Attempt()
         try:
-            result = self._deliver_once(run_id, execution, effect, receiver, lambda_context, written)
+            result = self._deliver_once(run_id, execution, effect, receiver, lambda_context, attempt)
         except IdempotencyAlreadyInProgressError:
             found = receiver.find(key)
             if found:
-                return self._confirm(run_id, execution, effect, receiver, found[0], suppressed=True)
-            self._record_intent(run_id, effect, recorded, written)
+                return self._confirm(run_id, execution, effect, receiver, found[0], suppressed=True, found=found)
+            self._record_intent(run_id, effect, recorded, attempt)
             raise EffectInProgressError(f"another attempt is delivering {key}; "
                                         "the receiver does not show it yet") from None
         except Exception:
-            self._record_intent(run_id, effect, recorded, written)
+            self._record_intent(run_id, effect, recorded, attempt)
             raise
         # What this invocation wrote is the record as it stands; only a result an earlier attempt
         # saved (its write, and its record, not this invocation's) is read back from the ledger.
-        latest = written[-1] if written else self.ledger.load(run_id).effects.get(key, effect)
+        latest = attempt.written[-1] if attempt.written else self.ledger.load(run_id).effects.get(key, effect)
         return self._confirm(run_id, execution, latest, receiver, Confirmation(**result["confirmation"]),
-                             suppressed=result["suppressed"])
+                             suppressed=result["suppressed"], found=attempt.found)
 
-    def _record_intent(self, run_id: str, effect: Effect, recorded: bool, written: list[Effect]) -> None:
+    def _record_intent(self, run_id: str, effect: Effect, recorded: bool, attempt: _Attempt) -> None:
         """An attempt that stopped before the call (another holds the lock, the receiver asked to
         wait, the look failed) leaves the effect in the ledger as intended, if nothing recorded it."""
-        if not recorded and not written:
+        if not recorded and not attempt.written:
             self.ledger.append(run_id, effect)
 
     def _rate_limited(self, run_id: str, execution: str, key: str, limited: ReceiverRateLimitedError) -> dict[str, Any]:
@@ -217,14 +221,14 @@ class EffectRunner:
         """Sent, never answered: look again, and never resend within the execution that sent it."""
         found = receiver.find(effect.key)
         if found:
-            return self._confirm(run_id, effect.execution, effect, receiver, found[0], suppressed=True)
+            return self._confirm(run_id, effect.execution, effect, receiver, found[0], suppressed=True, found=found)
         self.ledger.append(run_id, effect.model_copy(update={"rechecks": effect.rechecks + 1}))
         self.metrics.count(metric_names.EFFECTS_UNCONFIRMED)
         raise EffectUnconfirmedError(f"{effect.kind} {effect.key} is still unconfirmed after "
                                      f"{effect.rechecks + 1} re-check(s)")
 
     def _deliver_once(self, run_id: str, execution: str, effect: Effect, receiver: Receiver,
-                      lambda_context: Any, written: list[Effect]) -> dict[str, Any]:
+                      lambda_context: Any, attempt: _Attempt) -> dict[str, Any]:
         config = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespath="payload",
                                    expires_after_seconds=IDEMPOTENCY_WINDOW_S, raise_on_no_idempotency_key=True)
         if lambda_context is not None:
@@ -232,21 +236,22 @@ class EffectRunner:
             config.register_lambda_context(lambda_context)
 
         def write(command: dict[str, Any]) -> dict[str, Any]:
-            return self._write(run_id, execution, effect, receiver, written)
+            return self._write(run_id, execution, effect, receiver, attempt)
 
         once: Callable[..., dict[str, Any]] = idempotent_function(
             data_keyword_argument="command", config=config, persistence_store=self.persistence)(write)
         return once(command={"key": effect.key, "payload": effect.request})
 
     def _write(self, run_id: str, execution: str, effect: Effect, receiver: Receiver,
-               written: list[Effect]) -> dict[str, Any]:
+               attempt: _Attempt) -> dict[str, Any]:
         found = receiver.find(effect.key)  # look before you write
         if found:
+            attempt.found = found
             return {"confirmation": asdict(found[0]), "suppressed": True}
         attempted = effect.model_copy(update={"status": EffectStatus.ATTEMPTED, "attempts": effect.attempts + 1,
                                               "attempted_at": utc_now(), "execution": execution, "error": None})
         self.ledger.append(run_id, attempted)  # recorded before the call
-        written.append(attempted)
+        attempt.written.append(attempted)
         faults.reach(run_id, effect.stage, faults.effect_crash_point(effect.kind, "before_call"), execution)
         try:
             accepted = receiver.send(effect.key, self._attached(effect.request))
@@ -279,8 +284,11 @@ class EffectRunner:
                                                              "response": response}))
 
     def _confirm(self, run_id: str, execution: str | None, effect: Effect, receiver: Receiver,
-                 confirmation: Confirmation, *, suppressed: bool) -> dict[str, Any]:
-        copies = len(receiver.find(effect.key)) or None
+                 confirmation: Confirmation, *, suppressed: bool,
+                 found: list[Confirmation] | None = None) -> dict[str, Any]:
+        """`found`: what a look of this invocation found, with nothing written since, so the copies
+        the receiver holds are not asked for again; else they are counted now, after the write."""
+        copies = len(found or receiver.find(effect.key)) or None
         confirmed = effect.model_copy(update={
             "status": EffectStatus.CONFIRMED, "receiver_id": confirmation.receiver_id,
             "receiver_url": confirmation.url, "response": confirmation.raw, "confirmed_at": utc_now(),
@@ -295,6 +303,15 @@ class EffectRunner:
             self.metrics.count(metric_names.DUPLICATED_SIDE_EFFECTS, copies - 1)
         faults.reach(run_id, effect.stage, faults.effect_crash_point(effect.kind, "after_record"), execution or "")
         return _outcome(confirmed)
+
+
+@dataclass
+class _Attempt:
+    """What one invocation did about an effect: the records it wrote (the latest last), and what
+    its look before writing found, when the write was there already."""
+
+    written: list[Effect] = field(default_factory=list)
+    found: list[Confirmation] | None = None
 
 
 def _outcome(effect: Effect) -> dict[str, Any]:

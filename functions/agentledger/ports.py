@@ -100,7 +100,16 @@ class BuildStatusPort(Protocol):
         """None when no such build is known."""
 
 
-class BuildPort(BuildStatusPort, Protocol):
+@dataclass(frozen=True)
+class BuildLook:
+    """A build as the build service describes it: its status and, once it ended other than
+    SUCCEEDED, why (the phase that failed and its reason; None when it says nothing)."""
+
+    status: BuildStatus
+    failure: str | None = None
+
+
+class BuildPort(Protocol):
     """Test builds in a sandbox: CodeBuild on AWS, the local runtime's subprocess sandbox locally."""
 
     def start(self, request: BuildRequest) -> str | None:
@@ -110,9 +119,8 @@ class BuildPort(BuildStatusPort, Protocol):
     def find(self, test_run: str) -> str | None:
         """The id of a build already started for `test_run` ("<run id>/<input digest>"), if any."""
 
-    def failure(self, build_id: str) -> str | None:
-        """Why an ended build did not succeed, as the build service tells it (the phase that failed
-        and its reason); None when it says nothing."""
+    def look(self, build_id: str) -> BuildLook | None:
+        """How the build stands, from one description of it; None when no such build is known."""
 
 
 @dataclass(frozen=True)

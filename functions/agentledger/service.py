@@ -11,6 +11,7 @@ from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_ow
 
 from . import metric_names
 from .api_contract import (
+    SOURCE_KINDS,
     CreateRunRequest,
     ResumeOutcome,
     ReviewOutcome,
@@ -195,6 +196,7 @@ class RunService:
         generation = self._committed_json(ledger, Stage.EXECUTE, "generation.json")
         report_of_writer = None if generation is None else GenerationReport.model_validate(generation)
         return {
+            "source": SOURCE_KINDS["snapshot" if ledger.run.repository.startswith("s3://") else "directory"],
             "request": ledger.run.request,
             "outcome": ledger.run.outcome,
             "pull_request": (pull.receiver_url or pull.receiver_id) if pull else None,
@@ -225,7 +227,8 @@ class RunService:
             raise ReviewRejectedError(f"run {run_id} was already decided ({review.decision} by {review.decided_by}); "
                                       "the execution is moving on")
         if run.status != RunStatus.AWAITING_REVIEW or review is None or review.decision is not None:
-            raise ReviewRejectedError(f"run {run_id} is not waiting for review (status {run.status.value})")
+            raise ReviewRejectedError(f"run {run_id} is not waiting for review (status {run.status.value})"
+                                      + _why_not_waiting(ledger))
         if (body.decision == Verdict.APPROVE and same_principal(actor, run.requested_by)
                 and not self.settings.allow_self_approval):
             self._refuse_review(run, body, actor)
@@ -362,3 +365,14 @@ def _generation_view(report: GenerationReport) -> dict[str, Any]:
         "writer_failures": [writer_failure_line(report, failure)
                             for failure in report.writer_failures[:FINDINGS_SHOWN]],
     }
+
+
+def _why_not_waiting(ledger: Ledger) -> str:
+    """What moved the run off its review, when its plan went stale there: the ledger's decision names
+    the files that changed, and the person whose approval was refused reads them here."""
+    for decision in reversed(ledger.decisions):
+        if decision.kind in (DecisionKind.STALE_PLAN_REJECTED, DecisionKind.STALE_CONTEXT):
+            return f": {decision.summary}"
+        if decision.kind in (DecisionKind.REVIEW, DecisionKind.HANDOFF, DecisionKind.RESUME):
+            break  # what moved it on since is no staleness
+    return ""

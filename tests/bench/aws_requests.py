@@ -6,8 +6,7 @@ The floor: the fewest requests a run of this shape needs, whatever the code, giv
 requires (every fact in the ledger before it is acted on, every change a conditional write, every
 external write keyed and confirmed). With I the Lambda invocations that work on the run, X its
 executions, T its state transitions, S its committed stages, B its test builds, W the waits
-parked on them, V its verify invocations (a wait for verify's build among them), A its artifacts,
-E its effects (N of them notifications) and R the review answers:
+parked on them, A its artifacts, E its effects (N of them notifications) and R the review answers:
 
 - DynamoDB, I - W + R + 2B reads and 1 + X + T + S + B + R + 4E + W + 2B writes. Each invocation
   but a wait's, and the API answering a review, reads the run once (the ledger is the state;
@@ -21,12 +20,20 @@ E its effects (N of them notifications) and R the review answers:
   delivered. An effect writes its record before the call (attempted) and after the receiver
   confirms, and Powertools idempotency writes its own record twice (in progress, completed).
 - S3, A puts and G gets: one put per artifact, and one get per input a step consumes: the plan
-  reads the inventory, execute the plan, verify the written files and each build's results, the
-  pull request the written files (G = 5 for a run that writes tests and opens a pull request).
+  reads the inventory; execute the plan when it starts its build and again when the build's end
+  wakes it (the plan names the files the build may return); verify the written files when it
+  starts its build, and not when woken (the ledger holds their digest, which names the build);
+  each build's results once; the pull request the written files (G = 7 for a run that writes
+  tests and opens a pull request).
 - Step Functions, X + R + B: each execution is started once, each review answer sent once, and
   each build's end answers the wait parked on it once.
-- CodeBuild, B + V: one StartBuild per build and one BatchGetBuilds per verify invocation (the
-  wait looks once after parking: the build may have ended before).
+- CodeBuild, 3B: each build is started once, looked at once by the wait parked on it (the build
+  may have ended before it was parked) and once by the stage its end wakes (payloads carry only
+  ids, so that stage asks how the build ended). The stage that starts a build does not look at it:
+  the wait does. (This term was B + V, one look per invocation of verify, its wait's among them:
+  written when verify alone ran a build, it counted no look at execute's build, and one at the
+  build verify had just started, which the design does not need. For a run of two builds it gave
+  5 where the run needs 6.)
 - SNS, N: one Publish per notification (its FIFO deduplication id is the idempotency key).
 - Lambda, Secrets Manager, CloudWatch, CloudWatch Logs: 0 on a warm run (a function reads its
   secrets once per container and keeps them five minutes; a cold run shows the reads).
@@ -66,7 +73,6 @@ class RunShape:
     stages_committed: int  # S
     builds: int  # B
     build_waits: int  # W
-    verify_invocations: int  # V
     artifacts: int  # A
     consumed_inputs: int  # G
     effects: int  # E
@@ -86,7 +92,6 @@ class RunShape:
             stages_committed=len(stages),
             builds=builds,
             build_waits=sum(1 for invocation in executed.invocations if invocation.state in BUILD_WAIT_STATES),
-            verify_invocations=len(executed.invocations_of("verify")),
             artifacts=len(view["artifacts"]),
             consumed_inputs=("plan" in stages) + ("execute" in stages) + 2 * builds + opened_pull_request,
             effects=len(effects),
@@ -100,7 +105,7 @@ class RunShape:
                   + self.review_answers + 4 * self.effects + self.build_waits + 2 * self.builds)
         return {"dynamodb": reads + writes, "s3": self.artifacts + self.consumed_inputs,
                 "sfn": self.executions + self.review_answers + self.builds,
-                "codebuild": self.builds + self.verify_invocations,
+                "codebuild": 3 * self.builds,
                 "sns": self.notifications}
 
 
@@ -144,13 +149,10 @@ def floor_by_function(view: dict[str, Any], executed: Timeline, shape: RunShape)
 
     working = [invocation for invocation in executed.invocations if invocation.state not in BUILD_WAIT_STATES]
     of_stage = {invocation.stage: _function_of(invocation) for invocation in working if invocation.stage}
+    waits_of_stage = {invocation.stage: _function_of(invocation) for invocation in executed.invocations
+                      if invocation.state in BUILD_WAIT_STATES}
     for invocation in executed.invocations:
-        if invocation.state in BUILD_WAIT_STATES:
-            add(_function_of(invocation), "dynamodb")  # the parking
-        else:
-            add(_function_of(invocation), "dynamodb")  # the run, read once
-        if invocation.stage == "verify":
-            add(_function_of(invocation), "codebuild")  # a look at the build
+        add(_function_of(invocation), "dynamodb")  # the run read once, or a wait's parking
     if executed.invocations:
         add(_function_of(executed.invocations[0]), "dynamodb", shape.executions)  # the assessment
     add(API_FUNCTION, "dynamodb", 1 + 2 * shape.review_answers)  # the create; a review answer read and recorded
@@ -162,7 +164,8 @@ def floor_by_function(view: dict[str, Any], executed: Timeline, shape: RunShape)
     for test_run in view["test_runs"].values():
         function = of_stage[test_run["stage"]]
         add(function, "dynamodb")  # the build's id
-        add(function, "codebuild")  # its start
+        add(function, "codebuild", 2)  # its start, and the look of the stage its end wakes
+        add(waits_of_stage[test_run["stage"]], "codebuild")  # the look of the wait parked on it
         add(function, "s3", 2)  # its input, and its results, read
         add(BUILD_ENDED_FUNCTION, "dynamodb", 4)
         add(BUILD_ENDED_FUNCTION, "sfn")
@@ -242,8 +245,7 @@ def tables(measured: RequestsMeasurement, target_ratio: float) -> list[Table]:
     table.notes.append(
         f"floor for this run's shape: I={shape.invocations} invocations, X={shape.executions} execution(s), "
         f"T={shape.transitions} transitions, S={shape.stages_committed} stages, B={shape.builds} build(s), "
-        f"W={shape.build_waits} build wait(s), "
-        f"V={shape.verify_invocations} verify invocations, A={shape.artifacts} artifacts, G={shape.consumed_inputs} "
+        f"W={shape.build_waits} build wait(s), A={shape.artifacts} artifacts, G={shape.consumed_inputs} "
         f"inputs read, E={shape.effects} effects (N={shape.notifications} notifications), R={shape.review_answers} "
         "review answer (derivation: tests/bench/aws_requests.py)")
     return [table, _by_function(measured.warm, measured.floors)]

@@ -365,8 +365,10 @@ def test_run_on_a_directory_outside_the_roots_uploads_it_as_to_a_deployed_api(
     try:
         (outside / "calc.py").write_text((repository / "calc.py").read_text())
         created = cli("run", str(outside), "--no-wait").json()
-        run = http(api_url, "GET", f"/runs/{created['run_id']}").body["run"]
+        view = http(api_url, "GET", f"/runs/{created['run_id']}").body
+        run = view["run"]
         assert run["repository"].startswith("s3://") and run["repository"].endswith(".tar.gz")
+        assert view["summary"]["source"].startswith("an uploaded snapshot of the tree: it cannot go stale")
     finally:
         shutil.rmtree(outside, ignore_errors=True)
 

@@ -112,11 +112,15 @@ class Sandbox:
         self.grants[build_id] = grant
         return build_id
 
+    def status(self, build_id: str) -> BuildStatus:
+        look = self.builds.look(build_id)
+        assert look is not None
+        return look.status
+
     def run(self, repo: Path, timeout_s: float = 120, members: dict[str, bytes] | None = None) -> Finished:
         build_id = self.start(repo, members, timeout_minutes=max(5, int(timeout_s // 60) + 1))
         assert self.local.wait(build_id, timeout_s), "the build did not end"
-        status = self.builds.status(build_id)
-        assert status is not None
+        status = self.status(build_id)
         uploaded = self.artifacts.read(f"runs/run-{self.count}/verify/builds/output.tar.gz")
         [build] = self.local.builds_for(f"run-{self.count}")
         return Finished(status, read_output_archive(uploaded) if uploaded else None, build.log_tail, uploaded,
@@ -183,7 +187,7 @@ def test_the_output_grant_is_not_in_the_metadata_the_build_service_returns(sandb
         assert secret not in metadata
 
     assert sandbox.local.wait(build_id, 120), "the build did not end"
-    assert sandbox.builds.status(build_id) == BuildStatus.SUCCEEDED
+    assert sandbox.status(build_id) == BuildStatus.SUCCEEDED
     assert sandbox.artifacts.read(f"runs/run-{sandbox.count}/verify/builds/output.tar.gz")  # the build used it
     # The build has ended: the first look at its status deleted the grant.
     with pytest.raises(sandbox.ssm.exceptions.ParameterNotFound):
@@ -196,7 +200,7 @@ def test_a_build_naming_a_parameter_that_does_not_exist_fails_before_any_phase_r
         {"name": OUTPUT_GRANT_VARIABLE, "value": "/nowhere/grant", "type": "PARAMETER_STORE"},
     ])["build"]["id"]
     assert sandbox.local.wait(build_id, 60), "the build did not end"
-    assert sandbox.builds.status(build_id) == BuildStatus.FAILED
+    assert sandbox.status(build_id) == BuildStatus.FAILED
     [build] = sandbox.local.builds_for("run-missing")
     assert "parameter does not exist: /nowhere/grant" in build.log_tail
     assert "Entering phase" not in build.log_tail
@@ -225,7 +229,7 @@ def test_a_build_stopped_mid_suite_leaves_nothing_running(sandbox: Sandbox, tmp_
     sandbox.codebuild.stop_build(id=build_id)
 
     assert sandbox.local.wait(build_id, 30)
-    assert sandbox.builds.status(build_id) == BuildStatus.STOPPED
+    assert sandbox.status(build_id) == BuildStatus.STOPPED
     assert not _running(f"sleep 3{marker}")
     assert list(sandbox.work_root.iterdir()) == []
 
@@ -347,7 +351,7 @@ def test_a_maven_repository_runs_offline_and_verify_reports_surefire_counts_and_
     report, counts = judge(test_run, load_config(repo), finished.contents)
     assert report.passed, (report.reason, finished.contents.output[-3000:])
     assert counts is not None and (counts.tests, counts.passed) == (2, 2)  # Surefire's XML
-    assert counts.by_package == {"demo": {"passed": 2}}
+    assert counts.by_package == {".: ShapesTest": {"passed": 2}}  # the reactor's root module, its one class
     coverage = report.coverage
     assert coverage is not None, finished.contents.output[-3000:]
     # Shapes.java: the two tests reach 4 of its 8 lines and 3 of its 8 branches.

@@ -1,6 +1,6 @@
 """The token's write budget on DynamoDB (moto): takes within a window are granted until it is
 spent, never past it, even when runs take at once; a refusal names the wait until the window ends
-and takes nothing."""
+and takes nothing; a take is one request, and one that meets another take is tried again."""
 from __future__ import annotations
 
 import time
@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 
-from agentledger.adapters.dynamodb_write_budget import WriteBudgetTable
+from agentledger.adapters.dynamodb_write_budget import CONFLICT_ATTEMPTS, WriteBudgetTable
+from agentledger.errors import TransientError
 from agentledger.limits import WriteBudget
 from agentledger.local.runtime import REGION
 
@@ -59,3 +61,32 @@ def test_runs_taking_at_once_never_spend_more_than_the_hours_budget(dynamodb: An
         waits = list(pool.map(lambda _: budget.take(4), range(12)))
     assert sum(1 for wait in waits if wait == 0.0) == 5  # 5 x 4 = 20
     assert all(0 < wait <= 3600 for wait in waits if wait)
+
+
+def test_a_take_of_both_windows_is_one_request_granted_or_refused(dynamodb: Any) -> None:
+    budget = WriteBudgetTable(TABLE, dynamodb, "github", WriteBudget(per_minute=8, per_hour=5))
+    sent: list[str] = []
+    dynamodb.meta.client.meta.events.register("before-call.dynamodb", lambda model, **_: sent.append(model.name))
+    budget.take(4)
+    budget.take(4)  # the hour refuses
+    assert sent == ["TransactWriteItems", "TransactWriteItems"]
+
+
+def _conflict(stubber: Stubber) -> None:
+    stubber.add_client_error("transact_write_items", "TransactionCanceledException", modeled_fields={
+        "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict"}]})
+
+
+def test_a_take_that_meets_another_is_tried_again_and_past_its_attempts_is_a_transient_error() -> None:
+    resource = boto3.resource("dynamodb", region_name=REGION)
+    budget = WriteBudgetTable(TABLE, resource, "github", WriteBudget(per_minute=80, per_hour=500))
+    with Stubber(resource.meta.client) as stubber:
+        _conflict(stubber)
+        _conflict(stubber)
+        stubber.add_response("transact_write_items", {})
+        assert budget.take(4) == 0.0
+        for _ in range(CONFLICT_ATTEMPTS):
+            _conflict(stubber)
+        with pytest.raises(TransientError, match="nothing was taken"):
+            budget.take(4)
+        stubber.assert_no_pending_responses()

@@ -68,7 +68,7 @@ def _build_id(world: World, run_id: str) -> str:
 
 def test_a_running_build_parks_its_stage_until_the_build_ends_and_its_end_answers_once(
         world: World, waits: InMemoryBuildWaits) -> None:
-    world.builds.polls_before_done = 2  # the stage's look after starting it, and the parking's
+    world.builds.polls_before_done = 1  # the parking's look: the stage that starts a build does not look
     run_id = _at_verify(world, "key-1")
     looked = _look(world, run_id)
     assert (looked["done"], looked["poll_after_s"]) == (False, BUILD_END_FALLBACK_SECONDS)
@@ -89,10 +89,9 @@ def test_a_running_build_parks_its_stage_until_the_build_ends_and_its_end_answer
 
 
 def test_a_build_that_ended_before_its_stage_parked_is_not_waited_for(world: World, waits: InMemoryBuildWaits) -> None:
-    world.builds.polls_before_done = 1
     run_id = _at_verify(world, "key-1")
     looked = _look(world, run_id)
-    assert not looked["done"]  # started and still running when the stage looked
+    assert not looked["done"]  # started: the parking looks
     with pytest.raises(BuildWaitNotNeededError, match="ended before its wait was parked"):
         _parking(world, waits).park(_wait(run_id, looked, "token-1"), BUILD_END_FALLBACK_SECONDS)
     assert not waits.parked  # nothing left for a later event to answer

@@ -93,6 +93,23 @@ def test_a_write_stored_despite_an_error_answer_is_found_and_not_sent_again(worl
     assert world.metrics.counts["DuplicatesSuppressed"] == 1
 
 
+@pytest.mark.parametrize("fault", [UNAVAILABLE, DROP_RESPONSE])
+def test_a_write_found_at_the_receiver_is_confirmed_on_one_look(world: World, fault: str) -> None:
+    """Found by the look before writing again (the 503 came after the receiver stored it), or by the
+    re-check of a write whose answer was lost: the copies are what that look found, not asked again."""
+    run_id, execution = world.ready_to_complete()
+    world.tracker.faults.append(fault)
+    with pytest.raises((EffectFailedError, EffectUnconfirmedError)):
+        world.effects.deliver(run_id, execution, "ticket")
+    key = _effect(world, run_id).key
+    if fault == UNAVAILABLE:
+        world.tracker.records.append((key, {}))
+    looks = world.tracker.looks
+    assert world.effects.deliver(run_id, execution, "ticket")["status"] == "confirmed"
+    assert world.tracker.looks - looks == 1
+    assert _effect(world, run_id).receiver_copies == 1
+
+
 def test_a_lost_write_is_re_checked_but_never_resent_by_the_execution_that_sent_it(world: World) -> None:
     run_id, execution = world.ready_to_complete()
     world.tracker.faults.append(LOSE)

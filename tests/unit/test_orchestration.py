@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentledger.api_contract import SOURCE_KINDS
 from agentledger.errors import (
     EffectUnconfirmedError,
     ReviewRejectedError,
@@ -58,8 +59,7 @@ def test_a_stage_with_valid_evidence_is_skipped_and_its_work_not_redone(world: W
 
 def test_an_edit_to_a_file_the_plan_read_invalidates_the_plan_once_and_restarts_at_inspect(world: World) -> None:
     run_id, execution = world.create()
-    for stage in (Stage.INSPECT, Stage.PLAN, Stage.EXECUTE):
-        world.workflow.run_stage(stage, run_id, execution)
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     edit_sample_repository(world.repo)
 
     assessment = world.workflow.assess(run_id, execution)
@@ -111,6 +111,21 @@ def test_the_review_keeper_heartbeats_a_valid_review_and_fails_a_stale_one(world
     edit_sample_repository(world.repo)
     assert world.workflow.keep_reviews_alive()["stale_failed"] == 1
     assert world.executions.answered("failure") == [("failure", TOKEN, "StaleContextError")]
+
+
+def test_an_approval_that_arrives_after_the_plan_went_stale_names_the_file_that_changed(world: World) -> None:
+    run_id, execution = world.to_review()
+    digest = world.ledger.get_run(run_id).plan_digest
+    edit_sample_repository(world.repo)
+    world.workflow.keep_reviews_alive()
+    world.workflow.classify(run_id, execution, {"Error": "StaleContextError"}, "await_review")
+    world.run(run_id, execution, Stage.INSPECT)  # the execution replans: the run is running again
+    assert world.ledger.get_run(run_id).status == RunStatus.RUNNING
+
+    with pytest.raises(ReviewRejectedError) as refused:
+        world.service.review(run_id, ReviewRequest(decision="approve", plan_digest=digest or ""), REVIEWER)
+
+    assert "is not waiting for review" in str(refused.value) and "textkit/slug.py" in str(refused.value)
 
 
 def test_an_approval_of_another_plan_or_of_a_stale_plan_is_refused(world: World) -> None:
@@ -201,3 +216,9 @@ def test_a_workspace_a_failed_attempt_left_is_kept_until_it_expires(world: World
     assert not left.parent.exists()
     assert recent.exists()  # a handed-off run's workspace stays for its person until the retention ends
     assert not (root / run_id).exists()
+
+
+def test_a_run_on_a_directory_says_its_source_is_read_in_place_and_can_go_stale(world: World) -> None:
+    run_id, _ = world.create()
+
+    assert world.service.view(run_id)["summary"]["source"] == SOURCE_KINDS["directory"]

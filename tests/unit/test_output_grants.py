@@ -19,6 +19,7 @@ from agentledger.buildkit.layout import (
     TEST_RUN_VARIABLE,
 )
 from agentledger.models import BuildRequest
+from agentledger.ports import BuildLook
 from agentledger.states import BuildStatus
 
 if TYPE_CHECKING:
@@ -108,25 +109,25 @@ def test_a_refused_start_deletes_the_grant_no_build_will_read(clients: Clients) 
 def test_a_running_build_keeps_its_grant(clients: Clients) -> None:
     clients.codebuild_stub.add_response("batch_get_builds", clients.build("IN_PROGRESS", f"{PATH}/ab"),
                                         {"ids": [BUILD_ID]})
-    assert clients.builds.status(BUILD_ID) == BuildStatus.IN_PROGRESS  # and no SSM call
+    assert clients.builds.look(BUILD_ID) == BuildLook(BuildStatus.IN_PROGRESS)  # and no SSM call
 
 
 @pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "FAULT", "TIMED_OUT", "STOPPED"])
 def test_the_first_look_at_an_ended_build_deletes_its_grant(clients: Clients, status: str) -> None:
     clients.codebuild_stub.add_response("batch_get_builds", clients.build(status, f"{PATH}/ab"), {"ids": [BUILD_ID]})
     clients.ssm_stub.add_response("delete_parameter", {}, {"Name": f"{PATH}/ab"})
-    assert clients.builds.status(BUILD_ID) == BuildStatus(status)
+    assert clients.builds.look(BUILD_ID) == BuildLook(BuildStatus(status), failure=None)
     # A later look (a retried poll) finds it gone, and says the same.
     clients.codebuild_stub.add_response("batch_get_builds", clients.build(status, f"{PATH}/ab"), {"ids": [BUILD_ID]})
     clients.ssm_stub.add_client_error("delete_parameter", "ParameterNotFound", expected_params={"Name": f"{PATH}/ab"})
-    assert clients.builds.status(BUILD_ID) == BuildStatus(status)
+    assert clients.builds.look(BUILD_ID) == BuildLook(BuildStatus(status), failure=None)
 
 
 def test_a_parameter_outside_the_path_is_never_deleted(clients: Clients) -> None:
     # A build's variables come back from CodeBuild; one not under the path is not agentledger's to delete.
     clients.codebuild_stub.add_response("batch_get_builds", clients.build("SUCCEEDED", "/someone/else"),
                                         {"ids": [BUILD_ID]})
-    assert clients.builds.status(BUILD_ID) == BuildStatus.SUCCEEDED
+    assert clients.builds.look(BUILD_ID) == BuildLook(BuildStatus.SUCCEEDED)
 
 
 def test_the_cache_key_goes_to_the_build_as_a_plain_variable_only_when_there_is_one(clients: Clients) -> None:
@@ -142,7 +143,8 @@ def test_the_cache_key_goes_to_the_build_as_a_plain_variable_only_when_there_is_
     assert keyed[CACHE_KEY_VARIABLE] == {"name": CACHE_KEY_VARIABLE, "value": "c" * 64, "type": "PLAINTEXT"}
 
 
-def test_a_failed_build_says_which_phase_failed_and_why_as_codebuild_recorded_it(clients: Clients) -> None:
+def test_a_failed_build_says_which_phase_failed_and_why_as_codebuild_recorded_it_in_one_look(
+        clients: Clients) -> None:
     answer = clients.build("FAILED", f"{PATH}/grant")
     answer["builds"][0]["phases"] = [
         {"phaseType": "SUBMITTED", "phaseStatus": "SUCCEEDED"},
@@ -152,5 +154,6 @@ def test_a_failed_build_says_which_phase_failed_and_why_as_codebuild_recorded_it
             "message": "Error while executing command: python3 -I agentledger install. Reason: exit status 1"}]},
         {"phaseType": "FINALIZING", "phaseStatus": "SUCCEEDED"}]
     clients.codebuild_stub.add_response("batch_get_builds", answer, {"ids": [BUILD_ID]})
-    assert clients.builds.failure(BUILD_ID) == (
-        "PRE_BUILD phase: Error while executing command: python3 -I agentledger install. Reason: exit status 1")
+    clients.ssm_stub.add_response("delete_parameter", {}, {"Name": f"{PATH}/grant"})
+    assert clients.builds.look(BUILD_ID) == BuildLook(BuildStatus.FAILED, failure=(
+        "PRE_BUILD phase: Error while executing command: python3 -I agentledger install. Reason: exit status 1"))

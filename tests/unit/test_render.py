@@ -394,3 +394,25 @@ def test_the_paths_apply_wrote_are_printed_escaped(monkeypatch, capsys, tmp_path
     printed = capsys.readouterr().out
     assert (tmp_path / written).is_file()  # written as the run named it: only printing escapes it
     assert _raw_hidden(printed) == [] and "+ tests/test_x\\u202eadmin\\u2066 # check" in printed
+
+
+def test_the_tests_section_shows_each_module_and_class_with_failures_first() -> None:
+    document = load("run_awaiting_review.json")
+    counts = {"tests": 6, "passed": 5, "failed": 1, "errors": 0, "skipped": 0, "failing": ["ReaderTest.reads"],
+              "files": [], "unreadable": [],
+              "by_package": {".: CalcTest": {"passed": 3}, "io: ReaderTest": {"failed": 1, "passed": 2}}}
+    document["test_runs"] = {"t": {"digest": "b" * 64, "build_id": "p:2", "status": "SUCCEEDED", "stage": "verify",
+                                   "created_at": "2026-12-02T10:00:00+00:00",
+                                   "report": {"outcome": "failed", "reason": "exited 1", "counts": counts}}}
+
+    shown = render.run_timeline(document)
+
+    assert shown.index("io: ReaderTest") < shown.index(".: CalcTest")
+    assert line_with(shown, "io: ReaderTest").endswith("1 failed, 2 passed")
+
+
+def test_the_summary_says_whether_the_runs_source_can_go_stale() -> None:
+    lines = render.summary({"request": "r", "plan": None, "files_changed": [], "source": "an uploaded snapshot",
+                            "tests": {"written": 0, "outcome": None, "passed": None, "failed": None,
+                                      "errors": None, "skipped": None}})
+    assert lines[2] == "  source   an uploaded snapshot"

@@ -44,13 +44,16 @@ def _artifact(world: World, run_id: str, name: str) -> Any:
 
 
 def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> None:
-    world.builds.polls_before_done = 2
+    world.builds.polls_before_done = 1
     run_id, execution = _to_verify(world)
+    looks = world.builds.looks
     outcomes = [world.workflow.run_stage(Stage.VERIFY, run_id, execution) for _ in range(3)]
 
     assert [o["done"] for o in outcomes] == [False, False, True]
     assert all(o["poll_after_s"] >= 2 for o in outcomes[:2])
     assert len(world.builds.verifies) == 1
+    # The first call started the build and left the look to the wait parked on it; each later one looked once.
+    assert world.builds.looks - looks == 2
     ledger = world.ledger.load(run_id)
     assert ledger.stages["verify"].status == StageStatus.COMPLETE
     assert ledger.stages["verify"].attempt == 1  # polls are not attempts
@@ -60,6 +63,16 @@ def test_verify_starts_one_build_and_is_polled_until_it_ends(world: World) -> No
     report = _artifact(world, run_id, "command.json")
     assert report["outcome"] == "passed" and report["counts"]["passed"] == 2
     assert _artifact(world, run_id, "test-config.json")["ecosystem"] == "python"
+
+
+def test_verify_reads_the_written_tests_only_to_start_its_build(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world.builds.polls_before_done = 1
+    run_id, execution = _to_verify(world)
+    read: list[str] = []
+    get = world.artifacts.get
+    monkeypatch.setattr(world.artifacts, "get", lambda ref: read.append(ref.name) or get(ref))
+    assert world.stage(Stage.VERIFY, run_id, execution)["done"]  # started, then looked at twice
+    assert read == ["test-files.json"]
 
 
 def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World) -> None:
@@ -113,7 +126,7 @@ def test_a_crash_while_the_build_runs_finds_the_same_build_again(world: World, c
 
 def test_a_first_attempt_starts_its_build_without_searching_the_build_history(world: World) -> None:
     run_id, execution = _to_verify(world)
-    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert world.stage(Stage.VERIFY, run_id, execution)["done"]
     assert (len(world.builds.verifies), world.builds.searches) == (1, 0)
 
 
@@ -130,7 +143,7 @@ def test_a_build_started_whose_id_was_never_recorded_is_found_not_started_twice(
     with pytest.raises(SimulatedCrash):
         world.workflow.run_stage(Stage.VERIFY, run_id, execution)
     builds.start = original  # type: ignore[method-assign]
-    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert world.stage(Stage.VERIFY, run_id, execution)["done"]
     assert len(builds.verifies) == 1 and builds.searches == 1
 
 
@@ -138,7 +151,7 @@ def test_a_crash_after_the_results_were_read_reuses_them(world: World, crash_onc
     run_id, execution = _to_verify(world)
     crash_once("after_artifacts")
     with pytest.raises(SimulatedCrash):
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.stage(Stage.VERIFY, run_id, execution)
     assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
     assert len(world.builds.verifies) == 1
 
@@ -155,7 +168,7 @@ def test_what_is_not_a_pass_is_recorded_and_raised(world: World, outcome: str, e
     world.builds.outcome = outcome  # type: ignore[assignment]
     run_id, execution = _to_verify(world)
     with pytest.raises(error, match=says):
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.stage(Stage.VERIFY, run_id, execution)
     ledger = world.ledger.load(run_id)
     assert ledger.stages["verify"].status == StageStatus.FAILED
     assert "test_run" not in ledger.evidence

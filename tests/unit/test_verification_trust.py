@@ -36,7 +36,7 @@ def _verify(world: World) -> tuple[str, Exception]:
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError) as raised:
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.stage(Stage.VERIFY, run_id, execution)
     return run_id, raised.value
 
 
@@ -74,7 +74,7 @@ def test_the_same_results_from_a_build_that_succeeded_pass(world: World) -> None
     world.builds.uploads, world.builds.ends = results_archive("pass"), BuildStatus.SUCCEEDED
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
-    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert world.stage(Stage.VERIFY, run_id, execution)["done"]
     assert json.loads(_outputs(world, run_id)["command.json"])["passed"] is True
 
 
@@ -133,7 +133,7 @@ def test_a_succeeded_build_s_jacoco_coverage_is_reported_and_shown(world: World)
     world.builds.uploads, world.builds.ends = _with_jacoco(results_archive("pass")), BuildStatus.SUCCEEDED
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
-    assert world.workflow.run_stage(Stage.VERIFY, run_id, execution)["done"]
+    assert world.stage(Stage.VERIFY, run_id, execution)["done"]
     report = json.loads(_outputs(world, run_id)["command.json"])
     assert report["coverage"]["lines_covered"] == 4 and report["coverage"]["branches"] == 8
     shown = world.service.view(run_id)["summary"]["tests"]

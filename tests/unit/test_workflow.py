@@ -10,6 +10,7 @@ import pytest
 from agentledger.errors import StaleContextError, SupersededExecutionError, VerificationFailedError
 from agentledger.models import ArtifactRef, Handoff, RunStatus, Stage, StageStatus
 from agentledger.service import ReviewRequest
+from agentledger.testing.effects import InMemoryTracker
 from agentledger.testing.world import OPERATOR, REVIEWER, TOKEN, UP_TO_REVIEW, World, build_world
 from tests.samples import edit_sample_repository
 
@@ -37,7 +38,7 @@ def test_a_failing_test_run_commits_its_output_but_no_evidence_and_is_handed_to_
     run_id, execution = world.create()
     world.run(run_id, execution, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError):
-        world.workflow.run_stage(Stage.VERIFY, run_id, execution)
+        world.stage(Stage.VERIFY, run_id, execution)
 
     ledger = world.ledger.load(run_id)
     verify = ledger.stages["verify"]
@@ -72,7 +73,7 @@ def test_a_resumed_run_keeps_its_valid_stages_and_the_old_execution_is_shut_out(
     run_id, first = world.create()
     world.run(run_id, first, Stage.INSPECT, Stage.PLAN, Stage.EXECUTE)
     with pytest.raises(VerificationFailedError):
-        world.workflow.run_stage(Stage.VERIFY, run_id, first)
+        world.stage(Stage.VERIFY, run_id, first)
     world.workflow.classify(run_id, first, {"Error": "VerificationFailedError"}, failed_stage="verify")
 
     world.builds.outcome = "pass"  # the person fixed the cause
@@ -151,3 +152,34 @@ def test_every_committed_change_leaves_a_transition_in_stage_order(world: World)
     summary = world.artifacts.get_json(_committed(world, run_id, Stage.COMPLETE, "summary.json"))
     assert summary["approved_by_review"]["decision"] == "approve"
     assert "task_token" not in summary["approved_by_review"]
+
+
+def test_the_review_notification_goes_out_on_the_entry_its_stage_made_reading_nothing_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = build_world(tmp_path, receivers={"notifications": InMemoryTracker()})
+    run_id, execution = world.create()
+    world.run(run_id, execution, *UP_TO_REVIEW)
+    reads: list[str] = []
+    sources = world.workflow.entrance.sources
+    load, snapshot = world.ledger.load, sources.snapshot
+    monkeypatch.setattr(world.ledger, "load", lambda run: reads.append("ledger") or load(run))
+    monkeypatch.setattr(sources, "snapshot", lambda repo: reads.append("repo") or snapshot(repo))
+
+    outcome, entry = world.workflow.request_review(run_id, execution, TOKEN)
+    notified = world.effects.deliver(run_id, execution, "review_notification", entry=entry)
+
+    assert (outcome["status"], notified["status"]) == (RunStatus.AWAITING_REVIEW, "confirmed")
+    assert reads == ["ledger", "repo"]  # the stage's entry, and nothing for the notification's
+
+
+def test_the_summary_shows_verify_s_report_from_the_ledger_reading_no_artifact(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id, execution = world.ready_to_complete()
+    read: list[str] = []
+    get = world.artifacts.get
+    monkeypatch.setattr(world.artifacts, "get", lambda ref: read.append(ref.name) or get(ref))
+    world.run(run_id, execution, Stage.COMPLETE)
+    assert read == []
+    monkeypatch.undo()
+    summary = world.artifacts.get_json(_committed(world, run_id, Stage.COMPLETE, "summary.json"))
+    assert summary["tests"] == world.artifacts.get_json(_committed(world, run_id, Stage.VERIFY, "command.json"))

@@ -62,7 +62,7 @@ def _input(world: World) -> dict[str, bytes]:
 
 
 def test_pynguin_runs_in_one_build_and_what_it_keeps_is_the_change(world: World) -> None:
-    world.builds.polls_before_done = 2
+    world.builds.polls_before_done = 1
     run_id, execution = _planned(world)
     outcomes = [world.workflow.run_stage(Stage.EXECUTE, run_id, execution) for _ in range(3)]
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..buildkit.layout import CACHE_KEY_VARIABLE, INPUT_URL_VARIABLE, OUTPUT_GRANT_VARIABLE, TEST_RUN_VARIABLE
 from ..models import MAX_BUILD_FAILURE_CHARS, BuildRequest
+from ..ports import BuildLook
 from ..states import BuildStatus
 
 # CodeBuild's state-change event for a build that ended: the stack's rule matches these, the
@@ -82,23 +83,21 @@ class CodeBuildBuilds:
             raise
         return response["build"]["id"]
 
-    def status(self, build_id: str) -> BuildStatus | None:
+    def look(self, build_id: str) -> BuildLook | None:
         build = _build(self._codebuild, build_id)
         if build is None:
             return None
         status = BuildStatus(build["buildStatus"])
-        if status is not BuildStatus.IN_PROGRESS:
-            grant = _variable(build, OUTPUT_GRANT_VARIABLE)
-            if grant is not None:
-                self._grants.delete(grant)
-        return status
-
-    def failure(self, build_id: str) -> str | None:
-        build = _build(self._codebuild, build_id)
+        if status is BuildStatus.IN_PROGRESS:
+            return BuildLook(status)
+        grant = _variable(build, OUTPUT_GRANT_VARIABLE)
+        if grant is not None:
+            self._grants.delete(grant)
         reasons = [f"{phase.get('phaseType', '?')} phase: {context.get('message') or context.get('statusCode')}"
-                   for phase in (build or {}).get("phases", []) if phase.get("phaseStatus") not in (None, "SUCCEEDED")
+                   for phase in build.get("phases", []) if phase.get("phaseStatus") not in (None, "SUCCEEDED")
                    for context in phase.get("contexts", []) if context.get("message") or context.get("statusCode")]
-        return "; ".join(reasons)[:MAX_BUILD_FAILURE_CHARS] or None
+        failure = None if status is BuildStatus.SUCCEEDED else "; ".join(reasons)[:MAX_BUILD_FAILURE_CHARS] or None
+        return BuildLook(status, failure)
 
     def find(self, test_run: str) -> str | None:
         ids: list[str] = []

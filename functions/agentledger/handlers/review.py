@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentledger.config import KeeperSettings, ReviewRequestSettings
-from agentledger.models import Stage
 
 from .events import StageEvent
 from .wiring import assembly, lambda_handler, logger
@@ -16,8 +15,9 @@ if TYPE_CHECKING:
 @lambda_handler(ReviewRequestSettings, StageEvent)
 def request(event: StageEvent, context: LambdaContext, settings: ReviewRequestSettings) -> dict[str, Any]:
     """Register the review (its task token binds it to this plan), then tell the reviewers."""
-    outcome = assembly.workflow(settings).run_stage(Stage.AWAIT_REVIEW, event.run_id, event.execution, event.task_token)
-    notified = assembly.effects(settings).deliver(event.run_id, event.execution, "review_notification", context)
+    outcome, entry = assembly.workflow(settings).request_review(event.run_id, event.execution, event.task_token)
+    notified = assembly.effects(settings).deliver(event.run_id, event.execution, "review_notification", context,
+                                                  entry)
     logger.info("review requested", extra={"outcome": outcome, "notification": notified})
     return outcome
 

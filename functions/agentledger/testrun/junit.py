@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 MAX_DOCUMENT_BYTES = 16 << 20
 MAX_FAILING_NAMES = 100
 MAX_NAME_CHARS = 500  # a case's, a package's or a document's name as kept; a longer one is cut
-MAX_PACKAGES = 50  # top-level packages counted apart; the rest are counted together under "…"
+MAX_PACKAGES = 100  # groups counted apart; the rest are counted together under "…"
+SUREFIRE_REPORTS = "target/surefire-reports/"
 JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
 # The first child tag a case carries decides its outcome; a case with none passed.
 OUTCOME_OF_CHILD = (("failure", "failed"), ("error", "errors"), ("skipped", "skipped"))
@@ -39,8 +40,9 @@ class TestCounts(BaseModel):
     skipped: int
     failing: list[str]  # failed and errored cases, "classname.name", at most MAX_FAILING_NAMES
     failing_omitted: int = 0  # failed and errored cases past MAX_FAILING_NAMES: counted, not named
-    # Outcome counts per top-level package of the case's classname ("agentledger_tests": the tests
-    # agentledger wrote), so what the run added can be told from the suite it joined.
+    # Outcome counts per group, so what the run added can be told from the suite it joined: for a
+    # Python suite, the top-level package of the case's classname (`tests`); for Maven's Surefire,
+    # the module and the test class (`core: OptionTest`; `.` for the reactor's root).
     by_package: dict[str, dict[str, int]] = {}
     files: list[str]  # documents read and counted
     unreadable: list[str]  # documents that were not well-formed JUnit XML, or too large to read
@@ -62,7 +64,7 @@ def summarize_junit(documents: Mapping[str, bytes], unread: Sequence[str] = ()) 
         for case in root.iter("testcase"):
             outcome = _outcome(case)
             outcomes[outcome] += 1
-            package = bounded_name((case.get("classname") or "").partition(".")[0] or "(none)")
+            package = bounded_name(_group(name, case.get("classname") or ""))
             if package not in by_package and len(by_package) >= MAX_PACKAGES:
                 package = "…"
             by_package.setdefault(package, Counter())[outcome] += 1
@@ -74,6 +76,16 @@ def summarize_junit(documents: Mapping[str, bytes], unread: Sequence[str] = ()) 
                       failing_omitted=outcomes["failed"] + outcomes["errors"] - len(failing),
                       files=files, unreadable=unreadable,
                       by_package={name: dict(counts) for name, counts in sorted(by_package.items())})
+
+
+def _group(document: str, classname: str) -> str:
+    """A Surefire report's module and class; another report's top-level package. The build copies
+    reports flat, `core/target/surefire-reports/TEST-x.xml` as `core__target__surefire-reports__TEST-x.xml`."""
+    path = document.replace("__", "/")
+    if SUREFIRE_REPORTS in path or path.rpartition("/")[2].startswith("TEST-"):
+        module = path.partition(SUREFIRE_REPORTS)[0].rstrip("/") if SUREFIRE_REPORTS in path else ""
+        return f"{module or '.'}: {classname.rpartition('.')[2] or '(none)'}"
+    return classname.partition(".")[0] or "(none)"
 
 
 def bounded_name(name: str) -> str:

@@ -166,13 +166,15 @@ class Builds:
                 waited_s = seconds_between(test_run.created_at, utc_now())
                 return BuildProgress(run, test_run, poll_after_s=room_wait_seconds(waited_s))
             faults.reach(run.run_id, inputs.stage, "build_running", execution)
+            # Not looked at here: the wait parked on it looks once it is parked (build_waits.py),
+            # which also finds a build that ended this soon.
+            return BuildProgress(run, test_run, poll_after_s=BUILD_END_FALLBACK_SECONDS)
         if test_run.status == BuildStatus.IN_PROGRESS:
-            status = self._require_builds().status(test_run.build_id or "")
-            if status is None or status == BuildStatus.IN_PROGRESS:
+            look = self._require_builds().look(test_run.build_id or "")
+            if look is None or look.status == BuildStatus.IN_PROGRESS:
                 return BuildProgress(run, test_run, poll_after_s=BUILD_END_FALLBACK_SECONDS)
-            builds = self._require_builds()
-            failure = None if status == BuildStatus.SUCCEEDED else builds.failure(test_run.build_id or "")
-            test_run = test_run.model_copy(update={"status": status, "finished_at": utc_now(), "failure": failure})
+            test_run = test_run.model_copy(update={"status": look.status, "finished_at": utc_now(),
+                                                   "failure": look.failure})
         return BuildProgress(run, test_run, finished=True, archive=self.artifacts.read(test_run.output_key))
 
     def _record_intent(self, run: Run, execution: str, inputs: BuildInputs, attempt: int) -> tuple[Run, TestRun]:

@@ -11,7 +11,7 @@ from agentledger.records import new_decision
 from .. import faults, metric_names
 from ..errors import StaleContextError, SupersededExecutionError
 from ..evidence import EVIDENCE_OF
-from ..freshness import Entrance, invalidate, require_fresh_upstream
+from ..freshness import Entrance, EntryContext, invalidate, require_fresh_upstream
 from ..models import (
     WORK_STAGES,
     Ledger,
@@ -75,6 +75,16 @@ class Workflow:
 
     # -- the stage states ------------------------------------------------------------------
     def run_stage(self, stage: Stage, run_id: str, execution: str, task_token: str | None = None) -> dict[str, Any]:
+        return self._run_stage(stage, run_id, execution, task_token)[0]
+
+    def request_review(self, run_id: str, execution: str,
+                       task_token: str | None) -> tuple[dict[str, Any], EntryContext]:
+        """The await_review stage, and the entry it ran on: the review notification, sent by the same
+        invocation, goes out on that entry instead of reading the ledger and the repository again."""
+        return self._run_stage(Stage.AWAIT_REVIEW, run_id, execution, task_token)
+
+    def _run_stage(self, stage: Stage, run_id: str, execution: str,
+                   task_token: str | None) -> tuple[dict[str, Any], EntryContext]:
         ledger = self.ledger.load(run_id)
         _require_owner(ledger.run, execution)
         entry = self.entrance.enter(ledger)
@@ -87,7 +97,7 @@ class Workflow:
                                   reason="approval carried over to the retried review task")
             # The ledger holds this stage's commit and the handler has not returned yet.
             faults.reach(run_id, stage, "after_commit", execution)
-            return self._outcome(ledger.run, stage, skipped=True)
+            return self._outcome(ledger.run, stage, skipped=True), entry
         require_fresh_upstream(self.ledger, entry, stage, execution, self.metrics)
 
         previous = ledger.stages.get(stage.value)
@@ -108,7 +118,7 @@ class Workflow:
             assert result.waiting_on is not None
             # What the state machine's wait parks on: the build, or (no id yet) its place in the queue for room.
             return {**self._outcome(run, stage), "done": False, "poll_after_s": result.poll_after_s,
-                    "build_id": result.waiting_on.build_id, "queued_at": result.waiting_on.created_at}
+                    "build_id": result.waiting_on.build_id, "queued_at": result.waiting_on.created_at}, entry
         faults.reach(run_id, stage, "after_artifacts", execution)
 
         finished = started.model_copy(update={
@@ -126,7 +136,7 @@ class Workflow:
         faults.reach(run_id, stage, "after_commit", execution)
         if result.failure is not None:
             raise result.failure
-        return self._outcome(run, stage)
+        return self._outcome(run, stage), entry
 
     def _report_commit(self, run: Run, record: StageRecord) -> None:
         if record.finished_at and record.started_at:

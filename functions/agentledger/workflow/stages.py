@@ -33,7 +33,7 @@ from ..states import DecisionKind, Verdict
 from ..testrun.config import EXPLICIT_FILE, PYPROJECT_FILE
 from ..workspaces import execute_workspace, expire_workspaces
 from .builds import BuildAllowance, load_build_config
-from .verification import TestBuilds
+from .verification import TestBuilds, TestReport
 from .writing import TestWriting, language_of, refuse_hidden_text
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class StageWork:
         """The tests run in a build of their own, outside this function's trust boundary; this
         stage starts it, is called again until it ends (the state machine waits in between), and
         then records what it showed."""
-        files = self.artifacts.get_json(committed_output(ctx.ledger, Stage.EXECUTE, "test-files.json"))
+        files = committed_output(ctx.ledger, Stage.EXECUTE, "test-files.json")
         previous = ctx.ledger.stages.get(Stage.VERIFY.value)
         failure_reported = (previous is not None and previous.status == StageStatus.FAILED
                             and previous.execution != ctx.execution)
@@ -269,8 +269,7 @@ class StageWork:
     def complete(self, ctx: StageContext) -> StageResult:
         ledger, run_id = ctx.ledger, ctx.run.run_id
         nothing_to_do = ctx.run.outcome == RunOutcome.NOTHING_TO_DO
-        verification = None if nothing_to_do else self.artifacts.get_json(
-            committed_output(ledger, Stage.VERIFY, "command.json"))
+        verification = None if nothing_to_do else _committed_test_report(ledger)
         approved = None if nothing_to_do or ledger.review is None else ledger.review.model_dump(
             mode="json", exclude={"task_token"})
         committed = ledger.committed_keys()
@@ -310,6 +309,13 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
     lines += [f"- {name}: `{a['key']}` (sha256 {a['sha256'][:12]}…)"
               for name, a in sorted(summary["artifacts"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _committed_test_report(ledger: Ledger) -> dict[str, Any]:
+    """verify's command.json, as the record of the build its evidence names holds it: committed with
+    the artifact, so the summary need not read the artifact."""
+    test_run = ledger.test_runs[ledger.evidence[EVIDENCE_OF[Stage.VERIFY]].depends_on["test_run"]]
+    return TestReport.model_validate(test_run.report).model_dump(mode="json")
 
 
 def _change_request(ledger: Ledger) -> ChangeRequest | None:

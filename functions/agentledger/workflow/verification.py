@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..buildkit import layout
 from ..errors import NoTestsRanError, VerificationFailedError
-from ..fingerprints import digest, sha256_bytes
+from ..fingerprints import digest
 from ..models import ArtifactRef, Run, Stage, TestRun
 from ..states import BuildStatus
 from ..testrun.jacoco import CoverageCounts, summarize_jacoco
@@ -42,6 +42,8 @@ from .builds import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..ports import ArtifactPort, BuildPort, LedgerPort
     from ..testrun.config import TestRunConfig
 
@@ -129,23 +131,26 @@ class TestBuilds:
         self.allowance = allowance
 
     def advance(self, run: Run, execution: str, snapshot_root: Path, source_files: dict[str, str],
-                test_files: dict[str, str], test_runs: dict[str, TestRun], rerun_reported: bool) -> VerifyProgress:
-        """One step of the suite's build; its results once it has ended."""
+                test_files: ArtifactRef, test_runs: dict[str, TestRun], rerun_reported: bool) -> VerifyProgress:
+        """One step of the suite's build; its results once it has ended. The written tests are read
+        from their artifact (`test_files`) only to start the build: the artifact's digest, which the
+        ledger holds, is what names the build."""
         config = load_build_config(snapshot_root, self.allowance)
         inputs = BuildInputs(
             stage=Stage.VERIFY, label="test", input_name="test-input.tar.gz",
             digest=test_run_digest(source_files, test_files, config), config=config,
-            files=lambda: {**repository_files(snapshot_root, source_files, test_files), **control_files(config)},
+            files=lambda: {**repository_files(snapshot_root, source_files, self.artifacts.get_json(test_files)),
+                           **control_files(config)},
             timeout_minutes=build_timeout_minutes(config.timeout_s),
             cache_key=cache_key(run, config, source_files))
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:
             return VerifyProgress(progress.run, progress.test_run, poll_after_s=progress.poll_after_s)
         return self._read_results(progress.run, progress.test_run, config, progress.archive,
-                                  wrote_tests=bool(test_files))
+                                  wrote_tests=lambda: bool(self.artifacts.get_json(test_files)))
 
     def _read_results(self, run: Run, test_run: TestRun, config: TestRunConfig,
-                      archive: bytes | None, wrote_tests: bool) -> VerifyProgress:
+                      archive: bytes | None, wrote_tests: Callable[[], bool]) -> VerifyProgress:
         run_id = run.run_id
         contents = read_output_archive(archive) if archive is not None else None
         report, counts = judge(test_run, config, contents)
@@ -175,10 +180,10 @@ class OutputContents:
     failure: str | None = None  # what agentledger's kit in the build said of its own failure
 
 
-def test_run_digest(source_files: dict[str, str], test_files: dict[str, str], config: TestRunConfig) -> str:
+def test_run_digest(source_files: dict[str, str], test_files: ArtifactRef, config: TestRunConfig) -> str:
     return digest({
         "source": source_files,
-        "tests": {path: sha256_bytes(text.encode()) for path, text in test_files.items()},
+        "tests": test_files.sha256,
         "config": config.model_dump(mode="json"),
         "driver": kit_digest(),
     })
@@ -320,12 +325,13 @@ def what_the_suite_lacked(output: str) -> str:
     return ""
 
 
-def _failure(report: TestReport, wrote_tests: bool) -> Exception | None:
+def _failure(report: TestReport, wrote_tests: Callable[[], bool]) -> Exception | None:
+    """`wrote_tests` is asked only of a suite that ran no test: only then are the written tests read."""
     if report.passed:
         return None
     if report.outcome == "no_tests":
         # A project without tests of its own that the writers added none to has nothing to run: the
         # run's outcome (no tests kept) says so, and the reviewer sees why, with no one handed it.
         # Tests written that did not run are a failure: they were to show the change works.
-        return NoTestsRanError(report.reason) if wrote_tests else None
+        return NoTestsRanError(report.reason) if wrote_tests() else None
     return VerificationFailedError(f"{report.reason}; see test-output.txt")

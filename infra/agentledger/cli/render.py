@@ -266,6 +266,8 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
     if not brief:
         return []
     lines = ["Summary", f"  asked    {truncate(brief['request'], BOX_WIDTH)}"]
+    if brief.get("source"):
+        lines.append(f"  source   {brief['source']}")
     if brief.get("outcome") == "nothing_to_do":
         lines.append("  outcome  nothing to do: the plan writes no files, so nothing is reviewed, ticketed or opened")
     if brief.get("outcome") == "no_tests_kept":
@@ -471,8 +473,30 @@ def _tests(test_runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
             lines.append(f"    {report.get('reason', '')}")
             counts = report.get("counts")
             lines.append(f"    {test_counts(counts)}")
+            lines += _groups((counts or {}).get("by_package") or {})
             for name in (counts or {}).get("failing", [])[:10]:
                 lines.append(f"    ✗ {name}")
+    return lines
+
+
+GROUPS_SHOWN = 20
+
+
+def _groups(by_group: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Counts per package (Python) or per module and class (Maven), those with failures first; one
+    group alone says nothing the total does not."""
+    if len(by_group) < 2:
+        return []
+
+    def failures(item: tuple[str, Mapping[str, int]]) -> tuple[int, str]:
+        return (-(item[1].get("failed", 0) + item[1].get("errors", 0)), item[0])
+
+    ordered = sorted(by_group.items(), key=failures)
+    lines = [f"      {truncate(name, 60):<60} "
+             + ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items()))
+             for name, counts in ordered[:GROUPS_SHOWN]]
+    if len(ordered) > GROUPS_SHOWN:
+        lines.append(f"      … and {len(ordered) - GROUPS_SHOWN} more (`agentledger artifact RUN test-results.json`)")
     return lines
 
 

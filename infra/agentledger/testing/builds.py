@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentledger.buildkit import layout
+from agentledger.ports import BuildLook
 from agentledger.states import BuildStatus
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class InstantBuilds:
     generations: list[BuildRequest] = field(default_factory=list)  # those builds (also in `started`)
     started: list[BuildRequest] = field(default_factory=list)
     searches: int = 0  # find() calls
+    looks: int = 0  # looks at a build: status() calls, look() among them
     _polls_left: dict[str, int] = field(default_factory=dict)
     _test_runs: dict[str, str] = field(default_factory=dict)
 
@@ -146,6 +148,7 @@ class InstantBuilds:
         return build_id
 
     def status(self, build_id: str) -> BuildStatus | None:
+        self.looks += 1
         if build_id not in self._polls_left:
             return None
         if self._polls_left[build_id] > 0:
@@ -157,8 +160,11 @@ class InstantBuilds:
             return self.ends
         return BuildStatus.FAILED if self.outcome == "no_upload" else BuildStatus.SUCCEEDED
 
-    def failure(self, build_id: str) -> str | None:
-        return self.says
+    def look(self, build_id: str) -> BuildLook | None:
+        status = self.status(build_id)
+        if status is None:
+            return None
+        return BuildLook(status, None if status is BuildStatus.SUCCEEDED else self.says)
 
     def find(self, test_run: str) -> str | None:
         self.searches += 1  # on CodeBuild, a listing of the project's whole build history

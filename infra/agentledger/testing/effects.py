@@ -31,11 +31,13 @@ class InMemoryTracker:
         self.records: list[tuple[str, dict[str, Any]]] = []
         self.faults: deque[str] = deque()
         self.writes = 0
+        self.looks = 0  # find() calls
 
     def copies(self, key: str) -> int:
         return sum(1 for stored, _ in self.records if stored == key)
 
     def find(self, key: str) -> list[Confirmation]:
+        self.looks += 1
         return [Confirmation(receiver_id=f"#{number}") for number, (stored, _) in enumerate(self.records, 1)
                 if stored == key]
 

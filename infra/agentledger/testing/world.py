@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentledger.config import ApiSettings, EffectSettings, ReviewRequestSettings
 from agentledger.cursors import CursorSeal
@@ -86,9 +86,15 @@ class World:
     def run(self, run_id: str, execution: str, *stages: Stage) -> None:
         """Each stage, called again while its build runs, as the state machine's wait loop does."""
         for stage in stages:
-            token = TOKEN if stage == Stage.AWAIT_REVIEW else None
-            while not self.workflow.run_stage(stage, run_id, execution, token)["done"]:
-                pass
+            self.stage(stage, run_id, execution)
+
+    def stage(self, stage: Stage, run_id: str, execution: str) -> dict[str, Any]:
+        """The stage, called again while its build runs (a stage that starts one hands the look
+        at it to the state machine's wait), and its last answer."""
+        token = TOKEN if stage == Stage.AWAIT_REVIEW else None
+        while not (outcome := self.workflow.run_stage(stage, run_id, execution, token))["done"]:
+            pass
+        return outcome
 
     def to_review(self, key: str = "key-1") -> tuple[str, str]:
         run_id, execution = self.create(key)

@@ -87,6 +87,18 @@ def test_a_surefire_report_counts_each_outcome() -> None:
     assert counts.failing == ["com.example.CalcTest.divides", "com.example.CalcTest.reads"]
 
 
+def test_surefire_reports_are_counted_per_module_and_test_class_not_under_org() -> None:
+    other = SUREFIRE.replace(b"com.example.CalcTest", b"com.example.io.ReaderTest")
+    counts = summarize_junit({"core__target__surefire-reports__TEST-com.example.CalcTest.xml": SUREFIRE,
+                              "io__target__surefire-reports__TEST-com.example.io.ReaderTest.xml": other,
+                              "target__surefire-reports__TEST-com.example.CalcTest.xml": SUREFIRE,
+                              "TEST-com.example.CalcTest.xml": SUREFIRE})
+
+    assert set(counts.by_package) == {"core: CalcTest", "io: ReaderTest", ".: CalcTest"}
+    assert counts.by_package["io: ReaderTest"] == {"passed": 1, "failed": 1, "errors": 1, "skipped": 1}
+    assert counts.by_package[".: CalcTest"]["passed"] == 2  # the root's report and the bare one
+
+
 def test_nested_node_suites_are_counted_once_each() -> None:
     counts = summarize_junit({"node.xml": NODE})
     assert (counts.tests, counts.passed, counts.failed, counts.errors, counts.skipped) == (3, 1, 1, 0, 1)

@@ -657,6 +657,7 @@ shown are escaped first (`visible`). Lists are capped so a run of ten thousand f
         h('dt', null, 'Stage'), h('dd', null, run.state, run.outcome ? ` · outcome ${run.outcome}` : ''),
         h('dt', null, 'Requested by'), h('dd', null, actor(run.requested_by, 'unknown'), ' at ', timeEl(run.created_at)),
         h('dt', null, 'Repository'), h('dd', {class: 'mono'}, run.repository),
+        h('dt', null, 'Source'), h('dd', null, (page.view.summary || {}).source || '—'),
         h('dt', null, 'Revision'), h('dd', {class: 'mono'}, run.revision || '—'),
         h('dt', null, 'Plan digest'), h('dd', {class: 'mono'}, run.plan_digest || '—'),
         h('dt', null, 'Executions'), h('dd', null, (run.executions || []).map((name, i) => [i ? ', ' : '',
