@@ -168,23 +168,18 @@ def test_when_the_tokens_write_budget_is_spent_a_pull_request_waits_for_the_next
     assert list(_pulls_at_receiver(runtime, run_id).values()) == [1]
 
 
-def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_it_confirms(driver, runtime, sample_repo):
+def test_a_slow_receiver_keeps_the_effect_unconfirmed_until_a_look_confirms_it(driver, runtime, sample_repo):
     run_id = driver.start(sample_repo)
     driver.wait(run_id)
     runtime.github.inject("slow", delay_s=7, key_prefix=_keys_of(run_id, "ticket"))
     assert driver.review(run_id).status == 200
-    seen = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ticket = _effects(driver, run_id).get("ticket")
-        if ticket:
-            seen.append((ticket["status"], bool(_at_receiver(runtime, run_id)[0])))
-            if ticket["status"] == "confirmed":
-                break
-        time.sleep(0.2)
-    assert ("unconfirmed", False) in seen, seen  # no answer yet, and nothing at the tracker yet
-    assert seen[-1] == ("confirmed", True)
-    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=60) == "SUCCEEDED"
+    assert runtime.wait_for_execution(f"{run_id}-start", timeout_s=120) == "SUCCEEDED"
+
+    # The receiver answered after the client gave up: the ticket was sent once, left unconfirmed,
+    # and confirmed by the look that found it at the receiver, never by sending it again. (What the
+    # ledger says, not a state caught in passing: a poll under load can miss the unconfirmed spell.)
+    ticket = _effects(driver, run_id)["ticket"]
+    assert (ticket["status"], ticket["attempts"], ticket["duplicates_suppressed"]) == ("confirmed", 1, 1), ticket
     assert runtime.github.writes_received(_keys_of(run_id, "ticket")) == 1
     assert list(_at_receiver(runtime, run_id)[0].values()) == [1]
 
