@@ -72,12 +72,21 @@ lint: install
 	$(BIN)/ruff check functions infra tests docs
 	$(BIN)/mypy
 
-# Lint, the documentation site, then the unit tests as test-unit runs them, then every other kind;
-# its duration at the end (the install, on a fresh clone, not counted).
+# Every kind of test but the unit tests (test-others) in the foreground, its progress shown; beside
+# it, on the cores its waits for builds and runs leave idle, lint, the documentation site and the
+# unit tests, whose output follows when test-others ends. Its duration at the end (the install, on a
+# fresh clone, not counted).
 test: install
-	@started=$$(date +%s); \
-	$(MAKE) --no-print-directory lint docs test-unit test-others; status=$$?; \
-	echo "make test: $$([ $$status = 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - started )) s"; \
+	@started=$$(date +%s); checks_log=$$(mktemp); \
+	echo "make test: lint, docs and test-unit run beside test-others; their output follows it"; \
+	$(MAKE) --no-print-directory lint docs test-unit >"$$checks_log" 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory test-others; others_status=$$?; \
+	wait $$checks; checks_status=$$?; \
+	echo "---- lint, docs, test-unit ----"; cat "$$checks_log"; rm -f "$$checks_log"; \
+	verdict() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
+	status=$$(( others_status || checks_status )); \
+	echo "make test: $$(verdict $$status) in $$(( $$(date +%s) - started )) s" \
+	     "(lint, docs, test-unit $$(verdict $$checks_status); test-others $$(verdict $$others_status))"; \
 	exit $$status
 
 # The documentation site, built strictly into site/: a broken link, a missing page or a setting the
@@ -88,9 +97,10 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/python -m mkdocs build --strict
 
 # Integration, infra, reliability and e2e tests: each worker takes whole modules, longest first
-# (tests/conftest.py), so what a module's tests share is set up once.
+# (tests/conftest.py), so what a module's tests share is set up once. Four workers on two cores: most
+# of a worker's time is spent waiting for a run or a sandboxed build, not computing.
 test-others: install
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --ignore=tests/unit tests
+	$(BIN)/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --ignore=tests/unit tests
 
 # Every test under tests/unit, with moto unimportable and the network blocked (tests/offline.py).
 test-unit: install
