@@ -133,10 +133,11 @@ def served(logs: Path, environment: dict[str, str], *options: str, command: Sequ
     port = free_port()
     with (logs / "stdout").open("w") as stdout, (logs / "stderr").open("w") as stderr:
         # The tests' repositories lie under the temporary directory: allowed, as a user would allow theirs.
-        # The review keeper runs as serve runs it unless told otherwise (every 5 s): no test waits on it,
-        # and each pass looks at every run awaiting review, which a shared serve accumulates.
+        # The review keeper runs every 15 s, not serve's 5: no test waits on it, and each pass loads
+        # and checks every run awaiting review, which a shared serve accumulates (a test that needs
+        # another interval passes its own --keeper-interval, which comes later and wins).
         server = subprocess.Popen([*command, "serve", "--port", str(port), "--allow-root", tempfile.gettempdir(),
-                                   *options],
+                                   "--keeper-interval", "15", *options],
                                   cwd=cwd, env=environment, stdout=stdout, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -211,7 +212,7 @@ def wait_for_status(api_url: str, run_id: str, status: str, timeout_s: float = 3
         if document["run"]["status"] == status or time.monotonic() > deadline:
             assert document["run"]["status"] == status, document["run"]
             return document
-        time.sleep(0.2)
+        time.sleep(0.5)
 
 
 def assert_one_line_error(result: CliResult, *fragments: str) -> None:

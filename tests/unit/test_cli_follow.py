@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agentledger.cli import follow
 from agentledger.cli import main as cli
 from agentledger.cli.exit_codes import ExitCode
 
@@ -72,3 +73,11 @@ def test_show_follow_picks_a_run_up_again_and_show_alone_does_not_wait(
     api.gets = 0
     assert cli.main(["show", RUN_ID]) == ExitCode.OK
     assert api.gets == 1 and "following" not in capsys.readouterr().out
+
+
+def test_a_follower_looks_less_often_while_nothing_changes_and_soon_after_a_change() -> None:
+    intervals = [follow.POLL_INTERVAL_S]
+    for _ in range(8):
+        intervals.append(follow.next_poll_interval(intervals[-1], changed=False))
+    assert intervals == sorted(intervals) and intervals[0] < intervals[2] < intervals[-1] == follow.POLL_INTERVAL_MAX_S
+    assert follow.next_poll_interval(follow.POLL_INTERVAL_MAX_S, changed=True) == follow.POLL_INTERVAL_S

@@ -15,7 +15,12 @@ from .exit_codes import ExitCode
 if TYPE_CHECKING:
     from .client import ApiClient
 
+# A follower looks again soon after something changed, then less often while nothing does: on AWS
+# each look is an API call that reads the whole ledger and checks its evidence against the source,
+# and a follow may last the half hour a slow suite takes.
 POLL_INTERVAL_S = 0.3
+POLL_INTERVAL_MAX_S = 2.0
+POLL_BACKOFF = 1.5
 CLEAR_LINE = "\r\x1b[K"
 # Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
 SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
@@ -50,11 +55,14 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
     seen = dict(already_seen or {})
     deadline = time.monotonic() + timeout_s
     live = show_progress and sys.stdout.isatty()  # a rewritten line only where a person watches
+    interval = POLL_INTERVAL_S
     while True:
         document = client.get(run_path(run_id))
+        changed = False
         for name, mark in stage_marks(document).items():
             if seen.get(name) != mark:
                 seen[name] = mark
+                changed = True
                 if show_progress:
                     line = render.stage_progress_line(render.printable_document(document["stages"][name]))
                     print(f"{CLEAR_LINE if live else ''}{line}", flush=True)
@@ -70,7 +78,13 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
         if time.monotonic() >= deadline:
             raise StillRunning(f"{run_id} is still {status} after {timeout_s:g}s; "
                            f"it goes on without us: follow it with `agentledger show {run_id}`")
-        time.sleep(POLL_INTERVAL_S)
+        interval = next_poll_interval(interval, changed)
+        time.sleep(interval)
+
+
+def next_poll_interval(interval: float, changed: bool) -> float:
+    """Back to the first interval after a change; otherwise longer, up to the longest."""
+    return POLL_INTERVAL_S if changed else min(POLL_INTERVAL_MAX_S, interval * POLL_BACKOFF)
 
 
 def _decided_but_not_yet_moved_on(document: dict[str, Any]) -> bool:
