@@ -129,7 +129,6 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     # Imported here, by the first request that carries a key: the package imports boto3, which the
     # api function's cold start would pay for otherwise.
     from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
-        DynamoDBPersistenceLayer,
         IdempotencyConfig,
         idempotent_function,
     )
@@ -142,9 +141,9 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
                                expires_after_seconds=IDEMPOTENCY_WINDOW_S)
     if context is not None:
         config.register_lambda_context(context)
-    persistence = DynamoDBPersistenceLayer(table_name=ApiSettings.from_env().idempotency_table)
     once = idempotent_function(data_keyword_argument="command", config=config,
-                               persistence_store=persistence)(_create_once)
+                               persistence_store=assembly.idempotency_store(ApiSettings.from_env().idempotency_table))(
+        _create_once)
     try:
         return once(command=command)
     except IdempotencyValidationError as error:

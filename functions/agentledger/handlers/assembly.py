@@ -170,10 +170,17 @@ def _receivers(settings: NotificationSettings) -> dict[str, Receiver]:
 
 
 @lru_cache(maxsize=8)
+def idempotency_store(table: str) -> DynamoDBPersistenceLayer:
+    """Powertools' record of idempotent calls, once per container as its documentation keeps it:
+    each new one builds a DynamoDB client, which loads the service's whole model."""
+    return DynamoDBPersistenceLayer(table_name=table, boto3_client=_client("dynamodb"))
+
+
+@lru_cache(maxsize=8)
 def effects(settings: NotificationSettings) -> EffectRunner:
     ledger, artifacts, sources = _stores(settings)
-    idempotency = DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=_client("dynamodb"))
-    return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings), idempotency, sink)
+    return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings),
+                        idempotency_store(settings.idempotency_table), sink)
 
 
 @lru_cache(maxsize=8)

@@ -507,6 +507,7 @@ class _Sandboxed(_Place):
                                 prefix=tuple(groups.join_prefix()) if groups else ())
         self.venvs = runner.cache_dir / VENVS_DIR
         self.tools = runner.cache_dir / TOOLS_DIR
+        self._kept_tools: set[str] = set()  # entries this runner made root's; read-only to every build since
 
     def host_variables(self, env: dict[str, str]) -> dict[str, str]:
         return {CODE_UID_VARIABLE: str(self.code_uid), "PATH": sandbox_path(env.get("PATH", ""), self.spec.home)}
@@ -524,7 +525,9 @@ class _Sandboxed(_Place):
         mounts = [Mount(self.room.cache, cache, writable=True), Mount(self.venvs, cache / VENVS_DIR, writable=False)]
         if phase == TOOLS_PHASE:
             with self._tools_installing():
-                yield [*mounts, Mount(self.tools, cache / TOOLS_DIR, writable=True)]
+                kept = [Mount(self.tools / name, cache / TOOLS_DIR / name, writable=False)
+                        for name in sorted(self._kept_tools) if (self.tools / name).is_dir()]
+                yield [*mounts, Mount(self.tools, cache / TOOLS_DIR, writable=True), *kept]
             return
         mounts.append(Mount(self.tools, cache / TOOLS_DIR, writable=False))
         key = env.get(CACHE_KEY_VARIABLE, "")
@@ -552,7 +555,9 @@ class _Sandboxed(_Place):
     def _tools_installing(self) -> Iterator[None]:
         """agentledger's own tools (named by their pins, shared by every repository) are written only
         in the phase where nothing of the repository's runs, one build at a time; what a finished
-        install marked is kept, root's, and what an unfinished one left is removed."""
+        install marked is kept, root's, and what an unfinished one left is removed. A kept entry is
+        mounted read-only even in that phase, so it is made root's once, not walked (thousands of
+        files: Pynguin's venv) before and after every generation build."""
         with self.runner._install_lock(TOOLS_LOCK):
             self._keep_finished_tools()
             try:
@@ -561,9 +566,14 @@ class _Sandboxed(_Place):
                 self._keep_finished_tools()
 
     def _keep_finished_tools(self) -> None:
-        for entry in self.tools.iterdir():
+        entries = list(self.tools.iterdir())
+        self._kept_tools &= {entry.name for entry in entries}  # another serve may have cleaned the cache
+        for entry in entries:
+            if entry.name in self._kept_tools:
+                continue
             if (entry / TOOLS_MARKER).exists():
                 _make_root_owned(entry)
+                self._kept_tools.add(entry.name)
             else:
                 shutil.rmtree(entry, ignore_errors=True)
 
