@@ -103,3 +103,6 @@ class Driver:
 
     def resume(self, run_id: str):
         return self.runtime.call_api("POST", f"/runs/{run_id}/resume", caller=OPERATOR)
+
+    def cancel(self, run_id: str, reason: str | None = None):
+        return self.runtime.call_api("POST", f"/runs/{run_id}/cancel", body={"reason": reason}, caller=OPERATOR)

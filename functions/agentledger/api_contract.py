@@ -53,6 +53,10 @@ class ReviewRequest(BaseModel):
     comment: str | None = Field(default=None, max_length=4000)
 
 
+class CancelRequest(BaseModel):
+    reason: str | None = Field(default=None, max_length=1000, description="why, for the ledger and whoever reads it")
+
+
 class UploadRequest(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the .tar.gz to upload")
     size: int = Field(ge=1, le=MAX_UPLOAD_BYTES, description="its size in bytes")
@@ -195,6 +199,13 @@ class ResumeOutcome(BaseModel):
     run_id: str
     execution: str
     assessment: Assessment
+
+
+class CancelOutcome(BaseModel):
+    run_id: str
+    status: RunStatus
+    stopped_execution: str | None = Field(description="the execution stopped, or null when none was running")
+    reason: str
 
 
 RUN_ID_PREFIX = "run-"

@@ -6,6 +6,7 @@ NAMESPACE = "AgentLedger"
 
 RUNS_STARTED = "RunsStarted"
 RUNS_RESUMED = "RunsResumed"
+RUNS_CANCELLED = "RunsCancelled"
 RUNS_RECOVERED = "RunsRecovered"  # completed after at least one resume
 RUNS_HANDED_OFF = "RunsHandedOff"
 DUPLICATED_SIDE_EFFECTS = "DuplicatedSideEffects"  # the receiver holds more than one record for one key

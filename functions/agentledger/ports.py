@@ -94,6 +94,9 @@ class ExecutionPort(Protocol):
 
     def heartbeat(self, task_token: str) -> bool: ...
 
+    def stop(self, name: str, cause: str) -> bool:
+        """Stop the named execution; False when it was not running."""
+
 
 class BuildStatusPort(Protocol):
     def status(self, build_id: str) -> BuildStatus | None:

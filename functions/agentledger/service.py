@@ -12,6 +12,7 @@ from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_ow
 from . import metric_names
 from .api_contract import (
     SOURCE_KINDS,
+    CancelOutcome,
     CreateRunRequest,
     ResumeOutcome,
     ReviewOutcome,
@@ -36,7 +37,7 @@ from .errors import (
 from .evidence import stage_evidence
 from .fingerprints import digest
 from .freshness import Entrance, EntryContext, invalidate, review_still_holds
-from .models import Ledger, Run, RunStatus, Stage, StageStatus, utc_now
+from .models import Ledger, Run, RunState, RunStatus, Stage, StageStatus, utc_now
 from .states import DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
 from .workflow.reviews import review_output
@@ -333,6 +334,35 @@ class RunService:
             self.metrics.count(metric_names.RUNS_RESUMED)
         self.executions.start(name, run_id)
         return response
+
+    # -- cancel ----------------------------------------------------------------------------
+    def cancel(self, run_id: str, reason: str | None, actor: str) -> dict[str, Any]:
+        """Stop a run for good: the decision first, so a stage that is still running finds the run
+        cancelled and stops instead of moving it on; then its execution. A run writing its effects
+        (the complete stage) is past cancelling: it finishes, or waits for a person."""
+        ledger = self.ledger.load(run_id)
+        run = ledger.run
+        if run.status == RunStatus.CANCELLED:
+            earlier = next((d for d in reversed(ledger.decisions) if d.kind == DecisionKind.CANCELLED), None)
+            if earlier is not None:
+                return earlier.details  # a repeated cancel: the answer the first one got
+        if run.status == RunStatus.COMPLETE or run.state == RunState.COMPLETE:
+            raise RunConflictError(f"run {run_id} is {run.status.value} and past cancelling: "
+                                   "its pull request, ticket and notifications are written or being written")
+        running = run.active_execution if run.active_execution and run.status != RunStatus.NEEDS_PERSON else None
+        why = reason or f"cancelled by {actor}"
+        outcome = CancelOutcome(run_id=run_id, status=RunStatus.CANCELLED, stopped_execution=running,
+                                reason=why).model_dump(mode="json")
+        decision = new_decision(DecisionKind.CANCELLED, why, outcome, execution=running, actor=actor)
+        try:
+            self.ledger.write(run, to_state=RunState.CANCELLED, status=RunStatus.CANCELLED, records=[decision],
+                              reason=f"cancelled: {why}"[:500])
+        except ConcurrentModificationError:
+            raise RunConflictError(f"run {run_id} changed while cancelling; try again") from None
+        if running is not None:
+            self.executions.stop(running, f"run {run_id} cancelled: {why}")
+        self.metrics.count(metric_names.RUNS_CANCELLED)
+        return outcome
 
     @staticmethod
     def _recorded_resume(ledger: Ledger, execution: str) -> dict[str, Any] | None:

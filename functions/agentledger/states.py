@@ -47,6 +47,7 @@ class RunState(StrEnum):
     AWAIT_REVIEW = "await_review"
     COMPLETE = "complete"
     NEEDS_PERSON = "needs_person"
+    CANCELLED = "cancelled"
 
 
 class RunStatus(StrEnum):
@@ -54,6 +55,7 @@ class RunStatus(StrEnum):
     AWAITING_REVIEW = "awaiting_review"
     COMPLETE = "complete"
     NEEDS_PERSON = "needs_person"
+    CANCELLED = "cancelled"  # stopped by a person for good: no stage runs again, no effect is written
 
 
 class RunOutcome(StrEnum):
@@ -114,6 +116,7 @@ class DecisionKind(StrEnum):
     REVIEW_REFUSED = "review_refused"
     REPLAN_UNCHANGED = "replan_unchanged"
     RATE_LIMITED = "rate_limited"  # a receiver asked to wait: the wait chosen, or why a person resumes instead
+    CANCELLED = "cancelled"  # who cancelled the run, why, and the execution and builds it stopped
 
 
 class Verdict(StrEnum):

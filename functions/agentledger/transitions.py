@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 _RESUMABLE_TARGETS = frozenset({S.INSPECT, S.PLAN, S.EXECUTE, S.VERIFY, S.AWAIT_REVIEW, S.COMPLETE})
-_STOPS = frozenset({S.NEEDS_PERSON})
+_STOPS = frozenset({S.NEEDS_PERSON, S.CANCELLED})
 
 ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.CREATED: frozenset({S.INSPECT}) | _STOPS,
@@ -22,9 +22,11 @@ ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.EXECUTE: frozenset({S.VERIFY, S.PLAN, S.INSPECT}) | _STOPS,
     S.VERIFY: frozenset({S.AWAIT_REVIEW, S.PLAN, S.INSPECT}) | _STOPS,
     S.AWAIT_REVIEW: frozenset({S.COMPLETE, S.PLAN, S.INSPECT}) | _STOPS,
-    S.COMPLETE: _STOPS,
-    # A person (resume) may send a stopped run back to the stage the assessment chose.
-    S.NEEDS_PERSON: _RESUMABLE_TARGETS,
+    # Once its effects are being written, a run finishes or waits for a person; it is not cancelled.
+    S.COMPLETE: frozenset({S.NEEDS_PERSON}),
+    # A person (resume) may send a stopped run back to the stage the assessment chose, or cancel it.
+    S.NEEDS_PERSON: _RESUMABLE_TARGETS | {S.CANCELLED},
+    S.CANCELLED: frozenset(),
 }
 
 

@@ -258,6 +258,23 @@ def test_an_operators_resume_is_recorded_with_its_principal_and_metrics_report_w
     assert human.exit_code == 0 and "recovery rate" in human.stdout
 
 
+def test_an_operator_cancels_a_run_for_good_and_show_says_who_and_why(cli: Cli, api_url: str,
+                                                                       repository: Path) -> None:
+    run_id = cli("run", str(repository), "--no-wait", "--request", "write tests for calc").json()["run_id"]
+
+    human = run_cli("cancel", run_id, "--reason", "the ticket was withdrawn", "--api", api_url, "--profile", OPERATOR)
+    assert human.exit_code == 0, human.stderr
+    assert human.stdout.startswith(f"cancelled {run_id} (the ticket was withdrawn)")
+
+    shown = cli("show", run_id, "--follow").json()  # settles: a cancelled run waits for nobody
+    assert shown["run"]["status"] == "cancelled"
+    [cancelled] = [d for d in shown["decisions"] if d["kind"] == "cancelled"]
+    assert cancelled["actor"].endswith(":user/agentledger-operator")
+    assert cancelled["summary"] == "the ticket was withdrawn"
+    assert "was cancelled" in run_cli("show", run_id, "--follow", "--api", api_url).stdout
+    assert_one_line_error(run_cli("resume", run_id, "--api", api_url, "--profile", OPERATOR), "cancelled")
+
+
 # --- who did what ---------------------------------------------------------------------------------
 
 def _signed_headers(api_url: str, path: str, profile: str = REQUESTER) -> dict[str, str]:

@@ -37,12 +37,14 @@ def test_each_duty_may_invoke_exactly_its_routes(template: Template, logical_id,
     assert sorted(_route_of(r) for r in resources) == sorted((m, execute_api_path(p)) for m, p in DUTIES[duty])
 
 
-def test_only_the_reviewer_may_review_and_only_the_requester_may_create() -> None:
+def test_only_the_reviewer_may_review_only_the_requester_may_create_and_only_the_operator_may_resume_or_cancel(
+) -> None:
     holders = {route: {duty for duty, routes in DUTIES.items() if route in routes}
                for routes in DUTIES.values() for route in routes}
     assert holders[("POST", "/runs/{run_id}/review")] == {"Reviewer"}
     assert holders[("POST", "/runs")] == {"Requester"}
     assert holders[("POST", "/runs/{run_id}/resume")] == {"Operator"}
+    assert holders[("POST", "/runs/{run_id}/cancel")] == {"Operator"}
 
 
 def test_the_duties_name_the_api_functions_own_routes() -> None:

@@ -41,6 +41,7 @@ class PreparedRuns:
     awaiting_review: str
     plan_digest: str
     needs_person: str  # every attempt of its first stage crashed
+    to_cancel: str  # running, or at review by the time it is cancelled
 
 
 @dataclass
@@ -151,6 +152,13 @@ ROUTES: dict[tuple[str, str], dict[int, Provoke]] = {
         409: lambda api, method, _: api.send(method, f"/runs/{api.runs.finished}/resume", signed_by=OPERATOR),
         422: lambda api, method, _: api.send(method, "/runs/not-a-run/resume", signed_by=OPERATOR),
     },
+    ("POST", "/runs/{run_id}/cancel"): {
+        200: lambda api, method, _: api.send(method, f"/runs/{api.runs.to_cancel}/cancel", signed_by=OPERATOR,
+                                             json={"reason": "not needed any more"}),
+        404: lambda api, method, path: api.send(method, path, signed_by=OPERATOR, json={}),
+        409: lambda api, method, _: api.send(method, f"/runs/{api.runs.finished}/cancel", signed_by=OPERATOR, json={}),
+        422: lambda api, method, _: api.send(method, "/runs/not-a-run/cancel", signed_by=OPERATOR, json={}),
+    },
 }
 
 
@@ -161,11 +169,12 @@ def api(runtime, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     finished = driver.start(_directory(repositories / "empty"))
     awaiting = driver.start(write_sample_repository(repositories / "sample", packaged=False))
     needs_person = driver.start(_directory(repositories / "crashing"), crash="inspect:before_work")
+    to_cancel = driver.start(write_sample_repository(repositories / "to-cancel", packaged=False))
     assert driver.wait(finished)["run"]["status"] == "complete"
     waiting = driver.wait(awaiting)
     assert waiting["run"]["status"] == "awaiting_review"
     assert driver.wait(needs_person)["run"]["status"] == "needs_person"
-    runs = PreparedRuns(finished, awaiting, waiting["review"]["plan_digest"], needs_person)
+    runs = PreparedRuns(finished, awaiting, waiting["review"]["plan_digest"], needs_person, to_cancel)
 
     profiles = tmp_path_factory.mktemp("profiles")
     write_profiles(profiles, runtime.principals)

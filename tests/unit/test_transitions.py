@@ -40,7 +40,17 @@ def test_skipping_a_stage_is_refused_naming_the_allowed_targets(
     message = str(raised.value)
     assert f"from {current} to {target}" in message
     listed = {name.strip() for name in message.split("allowed:", 1)[1].split(",")}
-    assert listed == {*allowed, "needs_person"}
+    assert listed == {*allowed, "needs_person", "cancelled"}
+
+
+@pytest.mark.parametrize("current", [*WORK_STATES[:-1], S.CREATED, S.NEEDS_PERSON])
+def test_a_run_may_be_cancelled_until_it_writes_its_effects_and_then_goes_nowhere(current: RunState) -> None:
+    check_transition(current, S.CANCELLED)
+    with pytest.raises(IllegalTransitionError):
+        check_transition(S.COMPLETE, S.CANCELLED)
+    for target in RunState:
+        with pytest.raises(IllegalTransitionError):
+            check_transition(S.CANCELLED, target)
 
 
 def test_an_illegal_transition_is_a_ledger_error() -> None:

@@ -47,6 +47,16 @@ class ExecutionControl:
     def heartbeat(self, task_token: str) -> bool:
         return self._answer(lambda: self._sfn.send_task_heartbeat(taskToken=task_token))
 
+    def stop(self, name: str, cause: str) -> bool:
+        try:
+            self._sfn.stop_execution(executionArn=execution_arn(self.state_machine_arn, name),
+                                     error="RunCancelled", cause=cause[:32000])
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ExecutionDoesNotExist":
+                return False
+            raise
+        return True
+
     @staticmethod
     def _answer(call: Any) -> bool:
         """False when the task is already over (answered, timed out): the ledger is the record

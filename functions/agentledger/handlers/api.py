@@ -20,6 +20,8 @@ from pydantic import ValidationError as ModelValidationError
 
 from agentledger.api_contract import (
     RUN_ID_PATTERN,
+    CancelOutcome,
+    CancelRequest,
     CreateRunRequest,
     ErrorBody,
     ResumeOutcome,
@@ -142,7 +144,8 @@ def _idempotent_create(command: dict[str, Any], context: LambdaContext | None) -
     if context is not None:
         config.register_lambda_context(context)
     once = idempotent_function(data_keyword_argument="command", config=config,
-                               persistence_store=assembly.idempotency_store(ApiSettings.from_env().idempotency_table))(
+                               persistence_store=assembly.idempotency_store(ApiSettings.from_env().idempotency_table,
+                                                                                "create_run"))(
         _create_once)
     try:
         return once(command=command)
@@ -207,7 +210,7 @@ NOT_A_RUN_ID = "the run id does not validate"
      HTTPStatus.UNPROCESSABLE_ENTITY: "the body does not validate, or the repository cannot be used as given",
      HTTPStatus.TOO_MANY_REQUESTS: "runs are being started faster than the API's start rate (answered at its edge): "
                                    "nothing was started; send the same request again after Retry-After seconds"},
-    links=_run_links("$response.body#/run_id", "get_run", "review_run", "resume_run")))
+    links=_run_links("$response.body#/run_id", "get_run", "review_run", "resume_run", "cancel_run")))
 def create_run(
     body: Annotated[CreateRunRequest, Body()],
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
@@ -267,6 +270,18 @@ def review_run(run_id: RunId, body: Annotated[ReviewRequest, Body()]) -> dict[st
 def resume_run(run_id: RunId) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     return assembly.service().resume(run_id, _caller())
+
+
+@app.post("/runs/<run_id>/cancel", summary="Stop a run for good", operation_id="cancel_run",
+          **_contract(HTTPStatus.OK, CancelOutcome, "the run, cancelled, and the execution stopped (or the answer "
+                                                     "the first cancel got, to a repeated one)",
+                      {HTTPStatus.NOT_FOUND: NO_SUCH_RUN,
+                       HTTPStatus.CONFLICT: "the run is complete, or writing its pull request, ticket and "
+                                            "notifications, or changed meanwhile",
+                       HTTPStatus.UNPROCESSABLE_ENTITY: "the run id or the body does not validate"}))
+def cancel_run(run_id: RunId, body: Annotated[CancelRequest, Body()]) -> dict[str, Any]:
+    logger.append_keys(run_id=run_id)
+    return assembly.service().cancel(run_id, body.reason, _caller())
 
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", include_in_schema=False)

@@ -170,9 +170,11 @@ def _receivers(settings: NotificationSettings) -> dict[str, Receiver]:
 
 
 @lru_cache(maxsize=8)
-def idempotency_store(table: str) -> DynamoDBPersistenceLayer:
-    """Powertools' record of idempotent calls, once per container as its documentation keeps it:
-    each new one builds a DynamoDB client, which loads the service's whole model."""
+def idempotency_store(table: str, function: str) -> DynamoDBPersistenceLayer:
+    """Powertools' record of one idempotent function's calls, built once per container as its
+    documentation keeps it (each new one builds a DynamoDB client, which loads the service's whole
+    model). One per function, never shared: a store takes the configuration (the key's path) of
+    the first function that uses it and keeps it."""
     return DynamoDBPersistenceLayer(table_name=table, boto3_client=_client("dynamodb"))
 
 
@@ -180,7 +182,7 @@ def idempotency_store(table: str) -> DynamoDBPersistenceLayer:
 def effects(settings: NotificationSettings) -> EffectRunner:
     ledger, artifacts, sources = _stores(settings)
     return EffectRunner(settings, ledger, artifacts, sources, _receivers(settings),
-                        idempotency_store(settings.idempotency_table), sink)
+                        idempotency_store(settings.idempotency_table, "effects"), sink)
 
 
 @lru_cache(maxsize=8)

@@ -59,6 +59,8 @@ class Handoffs:
         cause = parse_cause(error.get("Cause"))
         if run.active_execution and run.active_execution != execution:
             return {"run_id": run_id, "action": RecoveryAction.ABANDON, "reason": "a newer execution owns this run"}
+        if run.status == RunStatus.CANCELLED:
+            return {"run_id": run_id, "action": RecoveryAction.ABANDON, "reason": "the run was cancelled"}
         if run.status == RunStatus.COMPLETE:
             return {"run_id": run_id, "action": RecoveryAction.DONE, "reason": "the run completed before the failure"}
         verdict = classify(name, cause.get("errorMessage", ""), run.replans, self.max_replans, failed_stage)

@@ -161,6 +161,8 @@ class Workflow:
 
 
 def _require_owner(run: Run, execution: str) -> None:
+    if run.status == RunStatus.CANCELLED:
+        raise SupersededExecutionError(f"run {run.run_id} was cancelled; execution {execution} stops here")
     if run.active_execution and run.active_execution != execution:
         raise SupersededExecutionError(
             f"execution {execution} no longer owns run {run.run_id}; {run.active_execution} does")

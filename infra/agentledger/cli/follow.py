@@ -23,7 +23,7 @@ POLL_INTERVAL_MAX_S = 2.0
 POLL_BACKOFF = 1.5
 CLEAR_LINE = "\r\x1b[K"
 # Statuses in which a run waits for someone (or is done): following it any longer shows nothing new.
-SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON})
+SETTLED = frozenset({RunStatus.AWAITING_REVIEW, RunStatus.COMPLETE, RunStatus.NEEDS_PERSON, RunStatus.CANCELLED})
 
 StageMarks = dict[str, tuple[Any, ...]]
 

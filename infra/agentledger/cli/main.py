@@ -404,6 +404,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _follow_and_report(args, client, args.run_id, already_seen=before)
 
 
+def cmd_cancel(args: argparse.Namespace) -> int:
+    response = _client(args).post(f"{run_path(args.run_id)}/cancel", {"reason": args.reason})
+    _emit(args, response, render.cancelled)
+    return 0
+
+
 def cmd_crash_points(args: argparse.Namespace) -> int:
     points = [f"{stage}:{point}" for stage, stage_points in CRASH_POINTS.items() for point in stage_points]
     _emit(args, {"crash_points": points}, lambda _: render.crash_points(CRASH_POINTS))
@@ -542,6 +548,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume = command("resume", cmd_resume, "resume a stopped run from what is still valid")
     resume.add_argument("run_id", metavar="RUN")
     _add_wait_options(resume, by_default=False)
+
+    cancel = command("cancel", cmd_cancel, "stop a run for good, with a recorded decision (before it writes its "
+                                           "pull request)")
+    cancel.add_argument("run_id", metavar="RUN")
+    cancel.add_argument("--reason", help="why, recorded in the ledger (default: who cancelled it)")
 
     command("crash-points", cmd_crash_points, "the STAGE:POINT values `run --crash` accepts")
 

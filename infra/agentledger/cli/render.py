@@ -160,6 +160,8 @@ def outcome(document: Mapping[str, Any]) -> str:  # noqa: PLR0911 — one messag
         handoff = document.get("handoff") or {}
         return (f"{run_id}: {handoff.get('summary', 'needs a person')}\n"
                 f"  see the handoff with `agentledger show {run_id}`, then `agentledger resume {run_id}`")
+    if status == "cancelled":
+        return f"{run_id} was cancelled; see who cancelled it and why with `agentledger show {run_id}`"
     if status == "failed":
         return f"{run_id} failed; see `agentledger show {run_id}`, then `agentledger resume {run_id}`"
     return f"{run_id} is {status} (state {run['state']})"
@@ -175,6 +177,12 @@ def review_result(response: Mapping[str, Any]) -> str:
     then = ("the execution goes on to complete" if response["decision"] == "approve"
             else "the plan is invalidated; resume the run to replan")
     return f"{response['decision']} recorded for {response['run_id']} (status {response['status']}); {then}"
+
+
+def cancelled(response: Mapping[str, Any]) -> str:
+    stopped = response.get("stopped_execution")
+    then = f"execution {stopped} stopped" if stopped else "no execution was running"
+    return f"cancelled {response['run_id']} ({response['reason']}); {then}"
 
 
 def applied(run_id: str, tree: Any, written: Sequence[str], already_there: Sequence[str]) -> str:

@@ -3,6 +3,7 @@ corrects it, each with the behaviour AWS has: each function here takes moto's ow
 returns what moto_seams puts in its place."""
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -13,6 +14,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
     StateTaskServiceLambda,
 )
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,6 +62,44 @@ def a_heartbeat_is_taken_once_the_token_exists(original: Callable[..., Any]) -> 
         return original(self) if self._heartbeat_endpoint is not None else True
 
     return notify_heartbeat
+
+
+# How long a stop waits for an execution that is still starting to have a program to stop.
+STOP_WAITS_FOR_START_S = 10.0
+
+
+def a_stop_ends_the_execution_wherever_it_waits(original: Callable[..., Any]) -> Callable[..., Any]:
+    """AWS stops an execution at once (StopExecution), wherever it is. moto marks its program
+    stopped, but a task waiting for its token with a heartbeat (a review, a parked build) notices
+    only at its next heartbeat, up to its whole heartbeat window later; and an execution still
+    starting has no program yet, so the stop fails with an AttributeError, or has one not yet
+    running, which the stop passes over. Here the stop waits (a bounded while) for the program to
+    run, then wakes every task of the execution that waits for a token,
+    which finds its program stopped and ends (a_stopped_execution_stays_stopped keeps the error its
+    wait ends with from turning the stopped execution into a failed one)."""
+    def stop(self: Any, stop_date: Any, error: Any, cause: Any) -> Any:
+        deadline = time.monotonic() + STOP_WAITS_FOR_START_S
+        while (self.exec_worker is None or self.exec_worker.env is None
+               or self.exec_worker.env.program_state() is None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        result = original(self, stop_date, error, cause)
+        environment = self.exec_worker.env if self.exec_worker is not None else None
+        if environment is not None:
+            for endpoint in list(environment.callback_pool_manager._pool.values()):  # noqa: SLF001 — moto keeps no other list
+                endpoint.interrupt_all()
+        return result
+
+    return stop
+
+
+def a_stopped_execution_stays_stopped(original: Callable[..., Any]) -> Callable[..., Any]:
+    """On AWS a stopped execution is ABORTED for good: nothing that was under way when it stopped
+    changes that. moto records any later error in a stopped program as its failure."""
+    def set_error(self: Any, error: Any) -> None:
+        if not isinstance(self.program_state(), ProgramStopped):
+            original(self, error)
+
+    return set_error
 
 
 def a_refused_invoke_is_a_lambda_error(original: Callable[..., Any]) -> Callable[..., Any]:

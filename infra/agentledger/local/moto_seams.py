@@ -32,6 +32,8 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.backend.execution import Execution
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 from . import codebuild, dynamodb_lock, lambda_bridge, moto_fixes, moto_scale
@@ -117,6 +119,8 @@ WAIT_FOR_HEARTBEAT = Seam(StateTaskServiceCallback, "_wait_for_task_token_heartb
                           "(self, env, callback_endpoint, heartbeat_endpoint)")
 GET_EXECUTIONS = Seam(StepFunctionsParserBackend, "_get_executions", "(self, execution_status=None)")
 NOTIFY_HEARTBEAT = Seam(CallbackEndpoint, "notify_heartbeat", "(self)")
+STOP_EXECUTION = Seam(Execution, "stop", "(self, stop_date, error, cause)")
+SET_PROGRAM_ERROR = Seam(Environment, "set_error", "(self, error)")
 LAMBDA_TASK_ERROR = Seam(StateTaskLambda, "_from_error", "(self, env, ex)")
 LAMBDA_TASK_CLIENT = Seam(lambda_eval_utils, "boto_client_for", "(region, service, state_credentials=None)")
 
@@ -148,6 +152,8 @@ def install_corrections() -> Callable[[], None]:
         undo.callback(GET_EXECUTIONS.wrap(moto_fixes.answers_reach_their_task_while_executions_start))
         undo.callback(NOTIFY_HEARTBEAT.wrap(moto_fixes.a_heartbeat_is_taken_once_the_token_exists))
         undo.callback(LAMBDA_TASK_ERROR.wrap(moto_fixes.a_refused_invoke_is_a_lambda_error))
+        undo.callback(STOP_EXECUTION.wrap(moto_fixes.a_stop_ends_the_execution_wherever_it_waits))
+        undo.callback(SET_PROGRAM_ERROR.wrap(moto_fixes.a_stopped_execution_stays_stopped))
         undo.callback(MODEL_NEW.replace(staticmethod(moto_scale.untracked_model)))
         undo.callback(DYNAMODB_MODELS_COPY.wrap(moto_scale.tables_are_not_copied_for_transactions))
         undo.callback(TRANSACT_WRITE_ITEMS.wrap(moto_scale.transactions_back_up_only_what_they_write))

@@ -154,6 +154,12 @@ class RecordingExecutions:
     def heartbeat(self, task_token: str) -> bool:
         return self._answer("heartbeat", task_token, None)
 
+    def stop(self, name: str, cause: str) -> bool:
+        if self.statuses.get(name) != "RUNNING":
+            return False
+        self.statuses[name] = "ABORTED"
+        return True
+
     def answered(self, kind: str) -> list[tuple[str, str, Any]]:
         return [answer for answer in self.answers if answer[0] == kind]
 

@@ -17,7 +17,7 @@ READ = (("GET", "/runs"), ("GET", "/runs/{run_id}"), ("GET", "/openapi.json"))
 DUTIES: dict[str, tuple[tuple[str, str], ...]] = {
     "Requester": (*READ, ("POST", "/uploads"), ("POST", "/runs")),
     "Reviewer": (*READ, ("POST", "/runs/{run_id}/review")),
-    "Operator": (*READ, ("POST", "/runs/{run_id}/resume")),
+    "Operator": (*READ, ("POST", "/runs/{run_id}/resume"), ("POST", "/runs/{run_id}/cancel")),
 }
 
 

@@ -17,12 +17,15 @@ shown are escaped first (`visible`). Lists are capped so a run of ten thousand f
   const DIFF_LINE_LIMIT = 3000;
   const CSRF_HEADER = 'X-CSRF-Token';
   const SVG_NS = 'http://www.w3.org/2000/svg';
-  const RUN_STATUSES = ['running', 'awaiting_review', 'needs_person', 'complete'];
+  // RunStatus's values (agentledger/states.py), in the order the run list offers them; a unit test
+  // checks the two agree.
+  const RUN_STATUSES = ['running', 'awaiting_review', 'needs_person', 'complete', 'cancelled'];
   const RUN_STATUS = {
     running: ['●', 'running'],
     awaiting_review: ['◷', 'awaiting review'],
     needs_person: ['⚑', 'needs a person'],
     complete: ['✓', 'complete'],
+    cancelled: ['⊘', 'cancelled'],
   };
   // What a state of the graph did, in the order the legend lists them. Never colour alone.
   const STATE_STATUS = {
