@@ -73,13 +73,14 @@ lint: install
 	$(BIN)/mypy
 
 # Every kind of test but the unit tests (test-others) in the foreground, its progress shown; beside
-# it, on the cores its waits for builds and runs leave idle, lint, the documentation site and the
-# unit tests, whose output follows when test-others ends. Its duration at the end (the install, on a
-# fresh clone, not counted).
+# it, lint, the documentation site and the unit tests (in one process), whose output follows when
+# test-others ends. They run niced: test-others is the longest part and keeps both cores busy, and
+# they finish in a fraction of its time on what it leaves. Its duration at the end (the install, on
+# a fresh clone, not counted).
 test: install
 	@started=$$(date +%s); checks_log=$$(mktemp); \
 	echo "make test: lint, docs and test-unit run beside test-others; their output follows it"; \
-	$(MAKE) --no-print-directory lint docs test-unit >"$$checks_log" 2>&1 & checks=$$!; \
+	nice -n 15 $(MAKE) --no-print-directory lint docs test-unit UNIT_WORKERS=0 >"$$checks_log" 2>&1 & checks=$$!; \
 	$(MAKE) --no-print-directory test-others; others_status=$$?; \
 	wait $$checks; checks_status=$$?; \
 	echo "---- lint, docs, test-unit ----"; cat "$$checks_log"; rm -f "$$checks_log"; \
@@ -103,8 +104,9 @@ test-others: install
 	$(BIN)/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --ignore=tests/unit tests
 
 # Every test under tests/unit, with moto unimportable and the network blocked (tests/offline.py).
+UNIT_WORKERS ?= 2
 test-unit: install
-	$(BIN)/python -m pytest -n 2 -p tests.offline -p no:cacheprovider tests/unit
+	$(BIN)/python -m pytest -n $(UNIT_WORKERS) -p tests.offline -p no:cacheprovider tests/unit
 
 # The handlers and the state machine on moto.
 test-integration: install
