@@ -305,6 +305,9 @@ class RunService:
     def resume(self, run_id: str, actor: str) -> dict[str, Any]:
         ledger = self.ledger.load(run_id)
         run = ledger.run
+        if run.status == RunStatus.CANCELLED:
+            raise RunConflictError(f"run {run_id} was cancelled, and a cancelled run is not resumed: "
+                                   "start a new run instead")
         if run.status not in RESUMABLE:
             raise RunConflictError(f"run {run_id} is {run.status.value}; only a stopped run can be resumed")
         if run.status == RunStatus.RUNNING and run.active_execution:
@@ -354,9 +357,13 @@ class RunService:
         outcome = CancelOutcome(run_id=run_id, status=RunStatus.CANCELLED, stopped_execution=running,
                                 reason=why).model_dump(mode="json")
         decision = new_decision(DecisionKind.CANCELLED, why, outcome, execution=running, actor=actor)
+        # The stage under way ends here too, failed by the cancel, so no view shows it running on.
+        interrupted = [record.model_copy(update={"status": StageStatus.FAILED, "finished_at": utc_now(),
+                                                 "error": f"cancelled: {why}"[:500]})
+                       for record in ledger.stages.values() if record.status == StageStatus.RUNNING]
         try:
-            self.ledger.write(run, to_state=RunState.CANCELLED, status=RunStatus.CANCELLED, records=[decision],
-                              reason=f"cancelled: {why}"[:500])
+            self.ledger.write(run, to_state=RunState.CANCELLED, status=RunStatus.CANCELLED,
+                              records=[decision, *interrupted], reason=f"cancelled: {why}"[:500])
         except ConcurrentModificationError:
             raise RunConflictError(f"run {run_id} changed while cancelling; try again") from None
         if running is not None:

@@ -37,6 +37,7 @@ def test_a_run_cancelled_while_its_stages_run_stops_there_and_nothing_moves_it_o
     assert decision["actor"] == OPERATOR and decision["summary"] == "the ticket was withdrawn"
     assert view["transitions"][-1]["to_state"] == "cancelled"
     assert not view["effects"]
+    assert not [name for name, stage in view["stages"].items() if stage["status"] == "running"]
 
     assert driver.cancel(run_id, "again").json() == cancelled.json()  # a repeated cancel gets the first answer
     refused = driver.resume(run_id)
