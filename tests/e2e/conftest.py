@@ -2,9 +2,11 @@
 the CLI in subprocesses and plain HTTP."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,8 +37,10 @@ CLI_COMMAND = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [sys.executa
 # jsii silences its end-of-life banner only when this names the running Node major version.
 NODE_MAJOR = subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"], capture_output=True,
                             text=True, check=False).stdout.strip()
-# Under which this session's `serve`s write their callers' profiles, and the CLI reads them.
+# Under which this session's `serve`s write their callers' profiles, and the CLI reads them; removed,
+# keys and all, when the process that made it (each worker, and the one that collects) exits.
 PROFILES_DIR = Path(tempfile.mkdtemp(prefix="agentledger-e2e-profiles-"))
+atexit.register(shutil.rmtree, PROFILES_DIR, ignore_errors=True)
 CLI_ENVIRONMENT = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": NODE_MAJOR,
                    "AGENTLEDGER_LOCAL_CREDENTIALS_DIR": str(PROFILES_DIR)}
 REQUESTER, REVIEWER, OPERATOR = "agentledger-requester", "agentledger-reviewer", "agentledger-operator"
