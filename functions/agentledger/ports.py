@@ -95,7 +95,7 @@ class ExecutionPort(Protocol):
     def heartbeat(self, task_token: str) -> bool: ...
 
     def stop(self, name: str, cause: str) -> bool:
-        """Stop the named execution; False when it was not running."""
+        """Stop the named execution (one already over stays as it ended); False when there is no such execution."""
 
 
 class BuildStatusPort(Protocol):

@@ -155,9 +155,10 @@ class RecordingExecutions:
         return self._answer("heartbeat", task_token, None)
 
     def stop(self, name: str, cause: str) -> bool:
-        if self.statuses.get(name) != "RUNNING":
+        if name not in self.statuses:
             return False
-        self.statuses[name] = "ABORTED"
+        if self.statuses[name] == "RUNNING":
+            self.statuses[name] = "ABORTED"
         return True
 
     def answered(self, kind: str) -> list[tuple[str, str, Any]]:
