@@ -9,7 +9,7 @@ import boto3
 
 from agentledger.adapters.dynamodb_ledger import LedgerStore
 from agentledger.local.principals import principal_arn
-from agentledger.local.runtime import REGION
+from agentledger.local.runtime import REGION, poll_intervals
 from agentledger.models import RunStatus
 from agentledger.service import run_id_for
 
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 # How long a run may take to settle: a stage with a build polls it every couple of seconds, and
 # under a loaded suite (two workers, each with builds in flight) a replan took past 30 s in CI.
 SETTLE_TIMEOUT_S = 300.0
-
-# How often a wait looks: at the run's one ledger item and its execution's status, a millisecond's
-# work; the run's whole view (the API function, every record) is read once the run looks settled.
-POLL_S = 0.05
 
 # The callers API Gateway's IAM authorization would name, one per duty.
 REQUESTER, REVIEWER, OPERATOR = (principal_arn(duty) for duty in ("requester", "reviewer", "operator"))
@@ -63,7 +59,9 @@ class Driver:
 
     def wait(self, run_id: str, execution: str | None = None, timeout_s: float = SETTLE_TIMEOUT_S) -> dict[str, Any]:
         """Until the run settles: its execution finished, or it waits for a review."""
-        deadline = time.monotonic() + timeout_s
+        # Each look reads the run's one ledger item and its execution's status; the run's whole view
+        # (the API function, every record) is read once the run looks settled.
+        deadline, intervals = time.monotonic() + timeout_s, poll_intervals()
         while time.monotonic() < deadline:
             run = self.ledger.get_run(run_id)
             if run.status == RunStatus.AWAITING_REVIEW:
@@ -74,12 +72,12 @@ class Driver:
             if self.runtime.execution_status(execution or run.active_execution) in (
                     "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"):
                 return self.view(run_id)
-            time.sleep(POLL_S)
+            time.sleep(next(intervals))
         raise TimeoutError(f"run {run_id} did not settle in {timeout_s}s: {self.view(run_id)['run']}")
 
     def wait_for_new_review(self, run_id: str, old_digest: str) -> dict[str, Any]:
         """Until the run waits for a review of a plan other than old_digest."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        deadline, intervals = time.monotonic() + SETTLE_TIMEOUT_S, poll_intervals()
         while time.monotonic() < deadline:
             if self.ledger.get_run(run_id).status == RunStatus.AWAITING_REVIEW:
                 view = self.view(run_id)
@@ -87,7 +85,7 @@ class Driver:
                 if view["run"]["status"] == "awaiting_review" and review.get("plan_digest") not in (None, old_digest) \
                         and not review.get("decision"):
                     return view
-            time.sleep(POLL_S)
+            time.sleep(next(intervals))
         raise TimeoutError(f"run {run_id} did not come back for review with a new plan in {SETTLE_TIMEOUT_S}s: "
                            f"{self.view(run_id)['run']}")
 

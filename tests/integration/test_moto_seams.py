@@ -15,8 +15,10 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
     StateTaskServiceLambda,
 )
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
-from agentledger.local.moto_seams import SEAMS, Seam
+from agentledger.local import moto_scale
+from agentledger.local.moto_seams import PARSE_DEFINITION, SEAMS, Seam
 
 pytestmark = pytest.mark.integration
 
@@ -29,6 +31,7 @@ CALLED: dict[tuple[type, str], str] = {
     (Table, "get_item"): "(self, hash_key, range_key=None, projection_expression=None)",  # moto_scale
     (Table, "get_index"): "(self, index_name, error_if_not=False)",  # moto_scale
     (CodeBuildResponse, "_get_param"): "(self, param_name, if_none=None)",  # codebuild
+    (Preprocessor, "visit"): "(self, tree)",  # moto_scale
 }
 
 
@@ -53,3 +56,21 @@ def test_every_internal_member_a_replacement_calls_is_still_there_as_it_calls_it
     assert member is not None, f"moto has no {owner.__module__}.{owner.__qualname__}.{name} any more"
     assert shape(member) == CALLED[owner, name], f"moto's {owner.__qualname__}.{name} changed"
 
+
+
+def test_a_definition_is_parsed_once_and_each_execution_gets_a_program_of_its_own() -> None:
+    parsed: list[str] = []
+
+    def moto_parse(definition: str) -> Any:
+        parsed.append(definition)
+        return PARSE_DEFINITION.moto_own(definition)
+
+    parse = moto_scale.definitions_are_parsed_once(moto_parse).__func__
+    definition = '{"StartAt": "Only", "States": {"Only": {"Type": "Pass", "Result": 1, "End": true}}}'
+    (first, first_tree), (second, second_tree) = parse(definition), parse(definition)
+    assert parsed == [definition]
+    assert second_tree is first_tree
+    assert second is not first and type(second) is type(first)
+    assert second.start_at.start_at_name == first.start_at.start_at_name == "Only"
+    parse('{"StartAt": "Other", "States": {"Other": {"Type": "Succeed"}}}')
+    assert len(parsed) == 2

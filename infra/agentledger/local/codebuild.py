@@ -158,6 +158,9 @@ class LocalCodeBuild:
         # runtime once the endpoint listens (forward_port).
         self.forwarded_port: int | None = None
         self._installing: dict[str, threading.Lock] = {}  # one install per cache entry at a time
+        # The tools' entries this runner made root's: read-only to every build since, so never walked
+        # again. Held here, not per build: each build's phase would otherwise walk every kept entry.
+        self.kept_tools: set[str] = set()
         self._uids_in_use: set[int] = set()
         self.groups = BuildGroupFactory()
         if self.groups.problem is not None and not unsafe:
@@ -507,7 +510,6 @@ class _Sandboxed(_Place):
                                 prefix=tuple(groups.join_prefix()) if groups else ())
         self.venvs = runner.cache_dir / VENVS_DIR
         self.tools = runner.cache_dir / TOOLS_DIR
-        self._kept_tools: set[str] = set()  # entries this runner made root's; read-only to every build since
 
     def host_variables(self, env: dict[str, str]) -> dict[str, str]:
         return {CODE_UID_VARIABLE: str(self.code_uid), "PATH": sandbox_path(env.get("PATH", ""), self.spec.home)}
@@ -526,7 +528,7 @@ class _Sandboxed(_Place):
         if phase == TOOLS_PHASE:
             with self._tools_installing():
                 kept = [Mount(self.tools / name, cache / TOOLS_DIR / name, writable=False)
-                        for name in sorted(self._kept_tools) if (self.tools / name).is_dir()]
+                        for name in sorted(self.runner.kept_tools) if (self.tools / name).is_dir()]
                 yield [*mounts, Mount(self.tools, cache / TOOLS_DIR, writable=True), *kept]
             return
         mounts.append(Mount(self.tools, cache / TOOLS_DIR, writable=False))
@@ -567,13 +569,14 @@ class _Sandboxed(_Place):
 
     def _keep_finished_tools(self) -> None:
         entries = list(self.tools.iterdir())
-        self._kept_tools &= {entry.name for entry in entries}  # another serve may have cleaned the cache
+        kept = self.runner.kept_tools
+        kept &= {entry.name for entry in entries}  # another serve may have cleaned the cache
         for entry in entries:
-            if entry.name in self._kept_tools:
+            if entry.name in kept:
                 continue
             if (entry / TOOLS_MARKER).exists():
                 _make_root_owned(entry)
-                self._kept_tools.add(entry.name)
+                kept.add(entry.name)
             else:
                 shutil.rmtree(entry, ignore_errors=True)
 

@@ -33,6 +33,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
 from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.backend.execution import Execution
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
@@ -121,6 +122,7 @@ GET_EXECUTIONS = Seam(StepFunctionsParserBackend, "_get_executions", "(self, exe
 NOTIFY_HEARTBEAT = Seam(CallbackEndpoint, "notify_heartbeat", "(self)")
 STOP_EXECUTION = Seam(Execution, "stop", "(self, stop_date, error, cause)")
 SET_PROGRAM_ERROR = Seam(Environment, "set_error", "(self, error)")
+PARSE_DEFINITION = Seam(AmazonStateLanguageParser, "parse", "(definition)")
 LAMBDA_TASK_ERROR = Seam(StateTaskLambda, "_from_error", "(self, env, ex)")
 LAMBDA_TASK_CLIENT = Seam(lambda_eval_utils, "boto_client_for", "(region, service, state_credentials=None)")
 
@@ -137,7 +139,8 @@ STOP_BUILD = Seam(CodeBuildBackend, "stop_build", "(self, build_id)")
 VALIDATE_SOURCE = Seam(codebuild_responses, "_validate_required_params_source", "(source)")
 
 SEAMS = (*DYNAMODB_ITEM_OPERATIONS, DYNAMODB_MODELS_COPY, TABLE_QUERY, MODEL_NEW, SERIALIZE_STRUCTURE,
-         WAIT_FOR_HEARTBEAT, GET_EXECUTIONS, NOTIFY_HEARTBEAT, LAMBDA_TASK_ERROR, LAMBDA_TASK_CLIENT,
+         WAIT_FOR_HEARTBEAT, GET_EXECUTIONS, NOTIFY_HEARTBEAT, STOP_EXECUTION, SET_PROGRAM_ERROR, PARSE_DEFINITION,
+         LAMBDA_TASK_ERROR, LAMBDA_TASK_CLIENT,
          INVOKE_LAMBDA, HANDLE_REQUEST, START_BUILD, BATCH_GET_BUILDS, STOP_BUILD, VALIDATE_SOURCE)
 
 
@@ -160,6 +163,7 @@ def install_corrections() -> Callable[[], None]:
         undo.callback(TABLE_QUERY.wrap(moto_scale.queries_read_only_their_partition))
         undo.callback(SERIALIZE_STRUCTURE.wrap(moto_scale.attribute_values_are_sent_as_stored))
         undo.callback(LAMBDA_TASK_CLIENT.wrap(moto_scale.lambda_tasks_share_one_client))
+        undo.callback(PARSE_DEFINITION.wrap(moto_scale.definitions_are_parsed_once))
         return undo.pop_all().close
 
 

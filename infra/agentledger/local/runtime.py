@@ -36,13 +36,16 @@ from .synth import synthesize
 from .throttles import ThrottleSwitchboard
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, MutableMapping
+    from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 REGION = "us-east-1"
 API_HANDLER = "agentledger.handlers.api.handler"
 KEEPER_HANDLER = "agentledger.handlers.review.keep_alive"
 BUILD_ENDED_HANDLER = "agentledger.handlers.builds.ended"
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+# A wait looks again at once, then less and less often: a run's stages take seconds, and waits
+# that looked every 50 ms spent a third of the CPU time of a run on a busy machine.
+FIRST_POLL_S, LONGEST_POLL_S, POLL_BACKOFF = 0.05, 0.25, 1.5
 LOCAL_GITHUB_TOKEN = "local-github-token"
 LOCAL_GITHUB_REPOSITORY = "local/agentledger-demo"
 NOTIFICATION_QUEUE = "agentledger-notifications-local.fifo"
@@ -61,6 +64,14 @@ RESERVED_CONCURRENCY = {API_HANDLER: 1, KEEPER_HANDLER: 1, BUILD_ENDED_HANDLER: 
 # the functions' clients outlive a runtime (handlers/assembly.py caches them per configuration).
 FUNCTION_CREDENTIALS = Credentials(f"ASIA{secrets.token_hex(8).upper()}", secrets.token_urlsafe(30),
                                    secrets.token_urlsafe(48))
+
+
+def poll_intervals() -> Iterator[float]:
+    """How long a wait sleeps between its looks, one look after another."""
+    interval = FIRST_POLL_S
+    while True:
+        yield interval
+        interval = min(LONGEST_POLL_S, interval * POLL_BACKOFF)
 
 
 @dataclass
@@ -319,11 +330,12 @@ class LocalRuntime:
 
     def wait_for_execution(self, name: str, timeout_s: float = 60.0) -> str:
         deadline = time.monotonic() + timeout_s
+        intervals = poll_intervals()
         while time.monotonic() < deadline:
             status = self.execution_status(name)
             if status in TERMINAL:
                 return status
-            time.sleep(0.05)
+            time.sleep(next(intervals))
         recent = [f"{e['type']} {json.dumps({k: v for k, v in e.items() if k.endswith('Details')}, default=str)[:300]}"
                   for e in self.execution_history(name)[-4:]]
         raise TimeoutError(f"execution {name} still running after {timeout_s}s; last events:\n" + "\n".join(recent))
