@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from agentledger.deploy import lambda_code_root
 from agentledger.faults import SimulatedCrash
 
-from . import environ, output
+from . import environ, invocation_metrics, output
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -194,7 +194,7 @@ def _run(function: LambdaFunction, event: Any) -> tuple[str, bool, str]:
     started = time.monotonic()
     error_type: str | None = None
     output.wrap_streams()  # again: a test runner may have swapped sys.stdout since the last invocation
-    with environ.lambda_environment(variables), output.captured() as stdout:
+    with environ.lambda_environment(variables), output.captured() as stdout, invocation_metrics.own_metrics():
         try:
             handler = resolve_handler(function)
             payload = event if not isinstance(event, str) else json.loads(event or "{}")
@@ -262,4 +262,5 @@ def install() -> Callable[[], None]:
     with ExitStack() as undo:
         undo.callback(output.install())
         undo.callback(_functions_importable())
+        undo.callback(invocation_metrics.install())
         return undo.pop_all().close
