@@ -42,7 +42,8 @@ def test_an_invocation_flushing_beside_another_flushes_only_its_own_metrics() ->
     undo = invocation_metrics.install()
     try:
         # The first adds its metric and waits; the second adds its own and flushes before it.
-        first = threading.Thread(target=invocation, args=("First", None, second_flushed, first_added, threading.Event()))
+        first = threading.Thread(target=invocation,
+                                 args=("First", None, second_flushed, first_added, threading.Event()))
         second = threading.Thread(target=invocation,
                                   args=("Second", first_added, None, threading.Event(), second_flushed))
         first.start()
