@@ -49,6 +49,8 @@ from agentledger.errors import RunNotFoundError
 from .runtime import REGION, LocalRuntime
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .principals import LocalPrincipal
 
 PREFIX = "/console/"
@@ -91,9 +93,11 @@ class _Session:
 
 
 class Console:
-    def __init__(self, runtime: LocalRuntime, session_seconds: int = SESSION_SECONDS) -> None:
+    def __init__(self, runtime: LocalRuntime, session_seconds: int = SESSION_SECONDS,
+                 clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.session_seconds = session_seconds
+        self.clock = clock  # when sessions expire is read from it
         self._lock = threading.Lock()
         self._sign_ins: dict[str, LocalPrincipal] = {}  # sha256 of a token -> whom it signs in
         self._sessions: dict[str, _Session] = {}  # sha256 of a session id -> the session
@@ -151,7 +155,7 @@ class Console:
                                        {"Content-Type": "text/html; charset=utf-8"})
             session_id = secrets.token_urlsafe(32)
             self._sessions[_digest(session_id)] = _Session(principal, secrets.token_urlsafe(32),
-                                                           time.time() + self.session_seconds)
+                                                           self.clock() + self.session_seconds)
         cookie = (f"{SESSION_COOKIE}={session_id}; Path={PREFIX}; HttpOnly; SameSite=Strict; "
                   f"Max-Age={self.session_seconds}")
         return ConsoleResponse(HTTPStatus.SEE_OTHER, b"", {"Location": PREFIX, "Set-Cookie": cookie})
@@ -162,7 +166,7 @@ class Console:
             return None
         with self._lock:
             session = self._sessions.get(_digest(session_id))
-            if session is not None and session.expires <= time.time():
+            if session is not None and session.expires <= self.clock():
                 del self._sessions[_digest(session_id)]
                 return None
             return session
