@@ -111,6 +111,8 @@ class WorkflowSettings(FunctionSettings):
     generation_run_seconds: int = Field(validation_alias="AGENTLEDGER_GENERATION_RUN_SECONDS", gt=0)
     generation_iterations: int = Field(validation_alias="AGENTLEDGER_GENERATION_ITERATIONS", gt=0)
     generation_runs: int = Field(validation_alias="AGENTLEDGER_GENERATION_RUNS", ge=1, le=MAX_GENERATION_RUNS)
+    mutation_module_seconds: int = Field(validation_alias="AGENTLEDGER_MUTATION_MODULE_SECONDS", gt=0)
+    mutation_run_seconds: int = Field(validation_alias="AGENTLEDGER_MUTATION_RUN_SECONDS", gt=0)
     bedrock_model_id: str = Field(validation_alias="AGENTLEDGER_BEDROCK_MODEL_ID")
     bedrock_max_tokens: int = Field(validation_alias="AGENTLEDGER_BEDROCK_MAX_TOKENS", gt=0)
     bedrock_temperature: float = Field(validation_alias="AGENTLEDGER_BEDROCK_TEMPERATURE", ge=0, le=1)
@@ -129,7 +131,8 @@ class WorkflowSettings(FunctionSettings):
     def generation_limits(self) -> GenerationLimits:
         return GenerationLimits(module_seconds=self.generation_module_seconds,
                                 run_seconds=self.generation_run_seconds, iterations=self.generation_iterations,
-                                runs=self.generation_runs)
+                                runs=self.generation_runs, mutation_module_seconds=self.mutation_module_seconds,
+                                mutation_run_seconds=self.mutation_run_seconds)
 
 
 class BuildSettings(WorkflowSettings):

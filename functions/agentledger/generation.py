@@ -7,6 +7,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_GENERATION_RUNS = 5  # TestGen-LLM's: a test that passes five runs in a row is not flaky there
+DEFAULT_MUTATION_MODULE_SECONDS = 60
+DEFAULT_MUTATION_RUN_SECONDS = 300
 MAX_GENERATION_RUNS = 20
 
 
@@ -23,6 +25,10 @@ class GenerationSettings(BaseModel):
     # How many runs in a row a candidate must pass, alone and with the suite (plans recorded before
     # it was a setting asked for five).
     runs: int = DEFAULT_GENERATION_RUNS
+    # Mutation analysis of one targeted module (in each of its two passes: the suite's, then the
+    # candidates') and of the whole run; plans recorded before it ran get the defaults.
+    mutation_module_seconds: int = DEFAULT_MUTATION_MODULE_SECONDS
+    mutation_run_seconds: int = DEFAULT_MUTATION_RUN_SECONDS
 
 
 class GenerationLimits(BaseModel):
@@ -34,6 +40,8 @@ class GenerationLimits(BaseModel):
     run_seconds: int = Field(default=600, gt=0)
     iterations: int = Field(default=1000, gt=0)
     runs: int = Field(default=DEFAULT_GENERATION_RUNS, ge=1, le=MAX_GENERATION_RUNS)
+    mutation_module_seconds: int = Field(default=DEFAULT_MUTATION_MODULE_SECONDS, gt=0)
+    mutation_run_seconds: int = Field(default=DEFAULT_MUTATION_RUN_SECONDS, gt=0)
 
     def bound(self, settings: GenerationSettings) -> GenerationSettings:
         """An agent's settings within these caps. A plug-in agent plans with whatever limits it was
@@ -42,5 +50,7 @@ class GenerationLimits(BaseModel):
             "module_seconds": min(settings.module_seconds, self.module_seconds),
             "run_seconds": min(settings.run_seconds, self.run_seconds),
             "iterations": min(settings.iterations, self.iterations),
+            "mutation_module_seconds": min(settings.mutation_module_seconds, self.mutation_module_seconds),
+            "mutation_run_seconds": min(settings.mutation_run_seconds, self.mutation_run_seconds),
             "runs": self.runs,
         })

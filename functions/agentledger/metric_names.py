@@ -34,8 +34,13 @@ CANDIDATES_PAST_FILTER = {
     "pass_alone": "CandidatesPassedAlone",
     "pass_with_suite": "CandidatesPassedWithSuite",
     "coverage": "CandidatesAddedCoverage",
+    "mutation": "CandidatesKilledMutant",
 }
 COVERAGE_GAINED = "CoverageGained"
+# Mutants of the targeted modules the kept tests kill and the suite did not, and the points of
+# mutation score they add.
+MUTANTS_KILLED = "MutantsKilled"
+MUTATION_SCORE_GAINED = "MutationScoreGained"
 WRITER_FAILURES = "WriterFailures"  # modules a writer wrote no test for: it crashed, timed out or wrote nothing
 THROTTLED = "Throttled"  # AWS refused a call because a quota bound (the call is retried), dimension AwsService
 

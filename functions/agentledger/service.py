@@ -47,6 +47,9 @@ from .workflow.writing import (
     coverage_line,
     finding_line,
     funnel_line,
+    killed_lines,
+    mutation_line,
+    survivor_lines,
     writer_failure_line,
 )
 
@@ -395,6 +398,12 @@ def _generation_view(report: GenerationReport) -> dict[str, Any]:
     return {
         "writer": report.writer, "generated": report.funnel.get("generated", 0), "kept": len(report.kept),
         "funnel": funnel_line(report),
+        "mutation": [mutation_line(path, module) for path, module in sorted(report.mutation.items())],
+        "mutants_killed": report.mutants_killed(),
+        "mutation_score_gained": report.mutation_score_gained(),
+        "killed": killed_lines(report)[:FINDINGS_SHOWN],
+        "survivors": survivor_lines(report)[:FINDINGS_SHOWN],
+        "survivors_total": sum(module.survivors_total for module in report.mutation.values()),
         "coverage": [coverage_line(path, change) for path, change in sorted(report.coverage.items())],
         "coverage_gained": report.coverage_gained(),
         "findings": [finding_line(finding) for finding in report.ranked_findings()[:FINDINGS_SHOWN]],

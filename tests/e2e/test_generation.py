@@ -1,7 +1,8 @@
-"""Pynguin through `agentledger serve`, as a user runs it: a module with no docstring examples gets
-generated tests that pass the filters and add coverage, they go into the project's tests folder,
-and the project, with them in, still installs: on a flat layout whose pyproject.toml has only
-[project], and on a src layout."""
+"""Pynguin through `agentledger serve`, as a user runs it: a module of branchy business logic with no
+tests gets generated tests that pass the filters and each kill a mutant, the review leads with the
+mutation score, they go into the project's tests folder, and the project, with them in, still
+installs: on a flat layout whose pyproject.toml has only [project], and on a src layout. The kept
+tests catch most of a set of bugs made by hand, checked outside the product's own figures."""
 from __future__ import annotations
 
 import os
@@ -20,35 +21,56 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.e2e
 
-SHAPES = '''\
-"""Rectangles, and the sign of a number."""
+PRICING = '''\
+"""Order pricing: discounts by customer tier and quantity, shipping by weight and destination."""
 
 
-class Rect:
-    def __init__(self, width: float, height: float) -> None:
-        if width < 0 or height < 0:
-            raise ValueError("a side cannot be negative")
-        self.width, self.height = width, height
+def discount_rate(tier: str, quantity: int) -> float:
+    if quantity <= 0:
+        raise ValueError("quantity must be positive")
+    rate = 0.0
+    if tier == "gold":
+        rate = 0.15
+    elif tier == "silver":
+        rate = 0.10
+    if quantity >= 100:
+        rate += 0.05
+    elif quantity >= 10:
+        rate += 0.02
+    return min(rate, 0.25)
 
-    def area(self) -> float:
-        return self.width * self.height
 
-    def scaled(self, factor: float) -> "Rect":
-        return Rect(self.width * factor, self.height * factor)
+def shipping_cost(weight_kg: float, international: bool) -> float:
+    if weight_kg < 0:
+        raise ValueError("weight cannot be negative")
+    if weight_kg == 0:
+        return 0.0
+    cost = 5.0 + 1.5 * weight_kg
+    if international:
+        cost = cost * 2 + 10
+    if weight_kg > 30:
+        cost += 25
+    return round(cost, 2)
 
 
-def sign(number: float) -> str:
-    if number < 0:
-        return "negative"
-    if number == 0:
-        return "zero"
-    return "positive"
+def order_total(unit_price: float, quantity: int, tier: str, weight_kg: float, international: bool) -> float:
+    subtotal = unit_price * quantity
+    discounted = subtotal * (1 - discount_rate(tier, quantity))
+    return round(discounted + shipping_cost(weight_kg, international), 2)
 '''
+# Bugs a person could make in it, made by hand here (not by the product's mutation tool): the kept
+# tests, run outside the product, must catch most of them.
+HAND_MADE_MUTANTS = [
+    ("rate = 0.15", "rate = 0.10"), ("elif tier == \"silver\"", "elif tier == \"gold\""),
+    ("quantity >= 100", "quantity >= 10"), ("rate += 0.02", "rate += 0.2"), ("min(rate, 0.25)", "max(rate, 0.25)"),
+    ("cost * 2 + 10", "cost * 2"), ("weight_kg > 30", "weight_kg > 3"), ("1.5 * weight_kg", "2.5 * weight_kg"),
+    ("(1 - discount_rate", "(1 + discount_rate"), ("return 0.0\n", "return 5.0\n"),
+]
 # The repository asks for Pynguin (the session's `serve` writes docstring examples) and lowers the
 # search budget, as a small project would.
 PROJECT = '''\
 [project]
-name = "shapes"
+name = "pricing"
 version = "0.1.0"
 requires-python = ">=3.9"
 
@@ -60,27 +82,27 @@ generation_module_seconds = 20
 
 def _flat(root: Path) -> Path:
     """The layout a new top-level test package broke: setuptools then found two packages."""
-    (root / "shapes").mkdir(parents=True)
+    (root / "pricing").mkdir(parents=True)
     (root / "pyproject.toml").write_text(PROJECT)
-    (root / "shapes" / "__init__.py").write_text(SHAPES)
+    (root / "pricing" / "__init__.py").write_text(PRICING)
     return root
 
 
 def _src(root: Path) -> Path:
-    (root / "src" / "shapes").mkdir(parents=True)
+    (root / "src" / "pricing").mkdir(parents=True)
     (root / "pyproject.toml").write_text(
         PROJECT + '\n[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n')
-    (root / "src" / "shapes" / "__init__.py").write_text(SHAPES)
+    (root / "src" / "pricing" / "__init__.py").write_text(PRICING)
     return root
 
 
 @pytest.mark.parametrize(("layout", "make", "module_path"), [
-    ("flat", _flat, "shapes/__init__.py"), ("src", _src, "src/shapes/__init__.py")])
-def test_pynguin_writes_kept_tests_that_add_coverage_where_the_project_keeps_them(
+    ("flat", _flat, "pricing/__init__.py"), ("src", _src, "src/pricing/__init__.py")])
+def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_them(
         cli: Callable[..., CliResult], tmp_path: Path, layout: str, make: Callable[[Path], Path],
         module_path: str) -> None:
     repository = make(tmp_path / layout)
-    waiting = cli("run", str(repository), "--wait", "--request", "write tests for shapes").json()
+    waiting = cli("run", str(repository), "--wait", "--request", "write tests for pricing").json()
     assert waiting["run"]["status"] == "awaiting_review", waiting.get("handoff")
     generation = waiting["summary"]["generation"]
     assert generation["writer"] == "pynguin"
@@ -88,19 +110,26 @@ def test_pynguin_writes_kept_tests_that_add_coverage_where_the_project_keeps_the
     assert generation["coverage_gained"] > 0
     [coverage] = [line for line in generation["coverage"] if line.startswith(f"{module_path}: ")]
     assert "lines 0%" in coverage.split("→")[0]  # no test touched it before
-    assert [f["path"] for f in waiting["summary"]["files_changed"]] == ["tests/test_shapes_generated.py"]
+    [mutation] = generation["mutation"]
+    assert mutation.startswith(f"{module_path}: mutation score 0% → ")  # no test killed a mutant before
+    assert generation["mutants_killed"] > 0 and generation["mutation_score_gained"] > 0
+    report = cli("artifact", waiting["run"]["run_id"], "generation.json").json()
+    assert all(candidate["kills"] for candidate in report["candidates"] if candidate["dropped_by"] is None)
+    assert [f["path"] for f in waiting["summary"]["files_changed"]] == ["tests/test_pricing_generated.py"]
     assert waiting["summary"]["tests"]["outcome"] == "passed"  # verify installed the project with them in
 
-    # The reviewer reads the value first: kept of generated, then coverage, then findings, then the diff.
+    # The reviewer reads the value first: the mutation score, what the kept tests kill and what
+    # survives, kept of generated, then coverage, then findings, then the diff.
     run_id = waiting["run"]["run_id"]
     review = cli("review", run_id).stdout
-    assert review.index(" kept of ") < review.index("covers ") < review.index("Diff")
+    assert (review.index("mutation score") < review.index(" kills ") < review.index(" kept of ")
+            < review.index("covers ") < review.index("Diff"))
     decided = cli("review", run_id, "--approve", "--profile", REVIEWER).json()
     assert decided["decision"] == "approve"
 
     # The project's own tooling takes the change: its install, and its test runner on its tests folder.
     written = _applied(cli, run_id, repository)
-    assert written == ["tests/test_shapes_generated.py"]
+    assert written == ["tests/test_pricing_generated.py"]
     assert not (repository / "tests" / "__init__.py").exists()  # a plain test module, no package
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -108,10 +137,26 @@ def test_pynguin_writes_kept_tests_that_add_coverage_where_the_project_keeps_the
                                capture_output=True, text=True, timeout=300, check=False)
     assert installed.returncode == 0, installed.stderr  # setuptools' discovery still finds one layout
     source = repository / "src" if layout == "src" else repository
-    suite = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+    assert _kept_tests_pass(repository, source), "the kept tests fail on the code they were written for"
+    module = repository / module_path
+    caught = []
+    for original, mutated in HAND_MADE_MUTANTS:
+        assert PRICING.count(original) == 1, original
+        module.write_text(PRICING.replace(original, mutated))
+        caught.append(not _kept_tests_pass(repository, source))
+    module.write_text(PRICING)
+    assert sum(caught) > len(HAND_MADE_MUTANTS) / 2, \
+        f"the kept tests caught {sum(caught)} of {len(HAND_MADE_MUTANTS)} hand-made bugs: " \
+        f"{[mutant for mutant, found in zip(HAND_MADE_MUTANTS, caught, strict=True) if not found]} went unnoticed"
+
+
+def _kept_tests_pass(repository: Path, source: Path) -> bool:
+    """The project's test runner on its tests folder, as its maintainers run it."""
+    suite = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests"],
                            cwd=repository, capture_output=True, text=True, timeout=300, check=False,
                            env={**os.environ, "PYTHONPATH": str(source)})
-    assert suite.returncode == 0, suite.stdout
+    assert suite.returncode in (0, 1), suite.stdout + suite.stderr  # passed, or a test failed: nothing else
+    return suite.returncode == 0
 
 
 def _applied(cli: Callable[..., CliResult], run_id: str, repository: Path) -> list[str]:

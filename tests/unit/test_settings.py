@@ -76,10 +76,12 @@ def test_prices_and_retention_parse_as_the_stack_writes_them(environ: dict[str, 
                    AGENTLEDGER_BEDROCK_TEMPERATURE="0.0", AGENTLEDGER_BEDROCK_MAX_REASKS="2",
                    AGENTLEDGER_BEDROCK_PRICES="0.0008,0.004", AGENTLEDGER_GENERATION_MODULE_SECONDS="30",
                    AGENTLEDGER_GENERATION_RUN_SECONDS="300", AGENTLEDGER_GENERATION_ITERATIONS="500",
-                   AGENTLEDGER_GENERATION_RUNS="2")
+                   AGENTLEDGER_GENERATION_RUNS="2", AGENTLEDGER_MUTATION_MODULE_SECONDS="20",
+                   AGENTLEDGER_MUTATION_RUN_SECONDS="100")
     settings = WorkflowSettings.from_env()
-    assert (settings.generation_limits.module_seconds, settings.generation_limits.run_seconds,
-            settings.generation_limits.iterations, settings.generation_limits.runs) == (30, 300, 500, 2)
+    limits = settings.generation_limits
+    assert (limits.module_seconds, limits.run_seconds, limits.iterations, limits.runs,
+            limits.mutation_module_seconds, limits.mutation_run_seconds) == (30, 300, 500, 2, 20, 100)
     assert settings.bedrock_prices == (0.0008, 0.004)
     assert settings.workspace_retention_s == 5400
     assert settings.review_empty_plans is False

@@ -260,7 +260,8 @@ def test_a_kept_test_that_carries_a_hidden_character_is_dropped_and_shown_as_a_f
     assert (dropped["dropped_by"], dropped["detail"]) == ("no_hidden_text", why)
     summary = world.service.view(run_id)["summary"]
     view = summary["generation"]
-    assert view["kept"] == 1 and view["funnel"].endswith("added coverage 2, free of hidden characters 1)")
+    assert view["kept"] == 1 and view["funnel"].endswith(
+        "reached what the suite misses 2, killed a mutant 2, free of hidden characters 1)")
     assert summary["tests"]["written"] == 1
     assert view["findings_total"] == 2  # the build's own finding comes after it
     assert view["findings"][0] == f"`test_slugify_reversed` dropped: it {why} ({SLUG_TESTS})"

@@ -15,9 +15,14 @@ under test, after its dependencies are installed, with the kit acting as the cod
    - pass_with_suite: it passes five runs with the rest of the suite, shuffled unless the
      project says its order matters;
    - coverage: it covers a line or a branch the suite without the candidates does not (nor a
-     candidate kept before it), as coverage.py measures it.
+     candidate kept before it), as coverage.py measures it, or a line where a mutant the suite
+     leaves alive sits (the only tests that can pass the next filter);
+   - mutation: it kills a mutant of a targeted module that the suite leaves alive (nor a candidate
+     kept before it kills), as mutmut's mutants say (buildkit/mutation.py). Before anything is
+     written, the suite's verdict on every mutant is taken: a module whose every mutant it already
+     kills gets no test.
 3. the kept tests are written into their test files, and the suite with them is measured again:
-   coverage of the targeted modules before and after.
+   coverage of the targeted modules before and after; the mutation score before and after.
 
 The request comes from the orchestrator (trusted); everything the repository's code produces
 (Pynguin's output, test results, coverage data) is bounded here, and judged again outside."""
@@ -37,21 +42,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import BUILD_SITE_DIR, GENERATION_REQUEST_FILE, TOOLS_DIR, TOOLS_MARKER
+from .mutation import (
+    ModuleMutants,
+    apply_suite_verdict,
+    attribute_kills,
+    candidate_plan_groups,
+    read_mutants,
+    suite_plan_groups,
+)
 from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say
 from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from collections.abc import Set as AbstractSet
 
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
 COVERAGE_REQUIREMENT = "coverage==7.18.0"
+MUTMUT_REQUIREMENT = "mutmut==3.8.1"
+MUTATION_PLAN_VARIABLE = "AGENTLEDGER_MUTATION_PLAN"  # agentledger_mutation.PLAN_VARIABLE
+MUTATION_PLUGIN = "agentledger_mutation"
+MUTANTS_SCRIPT = "agentledger_mutants.py"
 
 APPEND_PATH_VARIABLE = "AGENTLEDGER_APPEND_PATH"
 ORDER_SEED_VARIABLE = "AGENTLEDGER_ORDER_SEED"
 COLLECTED_VARIABLE = "AGENTLEDGER_COLLECTED"
 PYTEST_PLUGIN = "agentledger_pytest"
 RUNS = 5  # a candidate passes this many runs in a row, alone and with the suite, unless the request says
-FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage")
+FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage", "mutation")
 MAX_CANDIDATE_SOURCE = 20_000  # characters of one candidate's source that are reported
 MAX_CANDIDATE_FILE_BYTES = 1 << 20
 MAX_CANDIDATES = 400
@@ -93,6 +111,8 @@ class Request:
     candidate_files: list[str]  # files the request put into the repository (not Pynguin's)
     language: str = "python"  # python: pytest modules; java: JUnit classes of a Maven project
     runs: int = RUNS
+    mutation_module_seconds: int = 60  # mutation analysis of one module, in each of its two passes
+    mutation_run_seconds: int = 300  # and of the whole run
 
 
 def load_request(path: Path) -> Request:
@@ -116,6 +136,7 @@ class Candidate:
     detail: str = ""
     runs: dict[str, int] = field(default_factory=dict)  # filter -> runs passed
     gain: dict[str, int] = field(default_factory=dict)  # lines / branches it adds over the suite
+    kills: list[str] = field(default_factory=list)  # mutants it kills that nothing kept before it does
 
     @property
     def key(self) -> str:
@@ -306,6 +327,16 @@ class Tools:
     def coverage(self) -> Path:
         return self.root / "coverage"
 
+    @property
+    def mutmut(self) -> Path:
+        """The interpreter that makes mutants (mutmut with libcst)."""
+        return self.root / "mutmut" / "bin" / "python"
+
+    @property
+    def mutmut_runtime(self) -> Path:
+        """mutmut alone, without its dependencies: what a trampolined module imports."""
+        return self.root / "mutmut-runtime"
+
 
 class Runner:
     """pytest on the repository with the project's interpreter: the working copy first on the
@@ -327,7 +358,7 @@ class Runner:
         self.reports = 0
 
     def pytest(self, arguments: list[str], label: str, coverage: Path | None = None,
-               order_seed: str | None = None) -> tuple[Outcome, Path]:
+               order_seed: str | None = None, variables: dict[str, str] | None = None) -> tuple[Outcome, Path]:
         """One pytest run; its JUnit report's path (the file may be missing if pytest died)."""
         self.reports += 1
         report = self.work / f"junit-{self.reports}.xml"
@@ -335,7 +366,7 @@ class Runner:
         if coverage is not None:
             argv += ["coverage", "run", f"--rcfile={coverage.with_suffix('.rc')}", "-m"]
         argv += ["pytest", "-p", "no:cacheprovider", "-p", PYTEST_PLUGIN, "-q", f"--junitxml={report}", *arguments]
-        environment = dict(self.environment)
+        environment = {**self.environment, **(variables or {})}
         if order_seed is not None:
             environment[ORDER_SEED_VARIABLE] = order_seed
         say(f"{label}: pytest {' '.join(arguments)}".rstrip())
@@ -503,14 +534,9 @@ def context_owner(context: str, candidates: list[Candidate]) -> Candidate | None
     return None
 
 
-def keep_coverage_gains(candidates: list[Candidate], baseline: dict[str, Any], alone: dict[str, Any],
-                        measured: Callable[[str], bool]) -> None:
-    """In order, keep a surviving candidate only if it runs a line or a branch of the project's
-    code that neither the suite without the candidates nor a candidate kept before it runs."""
-    covered_lines = {(path, line) for path, entry in baseline["files"].items() if measured(path)
-                     for line in entry["executed"]}
-    covered_branches = {(path, tuple(arc)) for path, entry in baseline["files"].items() if measured(path)
-                        for arc in entry["executed_branches"]}
+def lines_by_candidate(candidates: list[Candidate], alone: dict[str, Any],
+                       measured: Callable[[str], bool]) -> dict[str, tuple[set[Any], set[Any]]]:
+    """Candidate key -> the (file, line)s and (file, arc)s of the project's code its cases ran."""
     ran: dict[str, tuple[set[Any], set[Any]]] = {}
     for context, files in alone["contexts"].items():
         owner = context_owner(context, candidates)
@@ -521,13 +547,27 @@ def keep_coverage_gains(candidates: list[Candidate], baseline: dict[str, Any], a
             if measured(path):
                 lines.update((path, line) for line in entry["lines"])
                 branches.update((path, tuple(arc)) for arc in entry["branches"])
+    return ran
+
+
+def keep_coverage_gains(candidates: list[Candidate], baseline: dict[str, Any],
+                        ran: dict[str, tuple[set[Any], set[Any]]], measured: Callable[[str], bool],
+                        alive_mutant_lines: AbstractSet[tuple[str, int]] = frozenset()) -> None:
+    """In order, keep a surviving candidate only if it runs a line or a branch of the project's
+    code that neither the suite without the candidates nor a candidate kept before it runs, or a
+    line holding a mutant the suite leaves alive (which only the mutation filter can judge)."""
+    covered_lines = {(path, line) for path, entry in baseline["files"].items() if measured(path)
+                     for line in entry["executed"]}
+    covered_branches = {(path, tuple(arc)) for path, entry in baseline["files"].items() if measured(path)
+                        for arc in entry["executed_branches"]}
     for candidate in candidates:
         if candidate.dropped_by is not None:
             continue
         lines, branches = ran.get(candidate.key, (set(), set()))
         new_lines, new_branches = lines - covered_lines, branches - covered_branches
-        if not new_lines and not new_branches:
-            candidate.drop("coverage", "covers no line or branch the suite (or a test kept before it) does not")
+        if not new_lines and not new_branches and not lines & alive_mutant_lines:
+            candidate.drop("coverage", "covers no line or branch the suite (or a test kept before it) does not, "
+                                       "and no line where a mutant it leaves alive sits")
             continue
         candidate.gain = {"lines": len(new_lines), "branches": len(new_branches)}
         covered_lines |= new_lines
@@ -554,6 +594,8 @@ TEST_OMIT = ["*/tests/*", "*/test/*", "*/test_*.py", "*/*_test.py", "*/conftest.
 # --- one generation ------------------------------------------------------------------------------
 
 class Generation:
+    filters: tuple[str, ...] = FILTERS
+
     def __init__(self, workspace: Workspace, venv: Path | None, tools: Tools, request: Request) -> None:
         self.workspace = workspace
         self.request = request
@@ -567,13 +609,19 @@ class Generation:
         self.writer_failures: dict[str, WriterFailure] = {}  # by module, while it has no test
         self.timings: dict[str, float] = {}
         self.alone_coverage: Path | None = None  # the candidates alone, measured by test
+        self.collected: list[str] = []  # the candidates' test cases, as pytest names them
+        self.ran: dict[str, tuple[set[Any], set[Any]]] = {}  # candidate key -> the lines and arcs it runs
+        self.mutants: list[ModuleMutants] = []
+        self.skipped: dict[str, str] = {}  # module -> why no test is written for it
         self.started = time.monotonic()
+        self.mutation_deadline = self.started + request.mutation_run_seconds
 
     @property
     def repository(self) -> Path:
         return self.workspace.repository
 
     def run(self) -> dict[str, Any]:
+        self.timed("mutation_before", self.mutation_before)
         self.timed("write", self.write_candidates)
         self.candidates = self.candidates[:MAX_CANDIDATES]
         generated = len(self.candidates)
@@ -583,6 +631,7 @@ class Generation:
             self.timed("pass_alone", self.filter_alone)
             self.timed("pass_with_suite", self.filter_with_suite)
             baseline = self.timed("coverage", self.filter_coverage)
+            self.timed("mutation", self.filter_mutation)
         kept = [c for c in self.candidates if c.dropped_by is None]
         after = self.timed("after", lambda: self.write_kept(kept)) if kept else baseline
         self.timed("findings", self.record_findings)
@@ -615,8 +664,11 @@ class Generation:
     def run_pynguin(self) -> None:
         if not self.tools.pynguin.is_file():
             raise GenerationError(f"Pynguin is not installed in {self.tools.root}: did `prepare` run?")
-        deadline = self.started + self.request.run_seconds
+        deadline = time.monotonic() + self.request.run_seconds
         for target in self.request.targets:
+            if target.module in self.skipped:
+                say(f"pynguin: {target.module} skipped: {self.skipped[target.module]}")
+                continue
             left = int(deadline - time.monotonic())
             if left < 1:
                 why = f"not searched, the run's {self.request.run_seconds} s budget is spent"
@@ -725,6 +777,7 @@ class Generation:
         groups = [(sorted(self.files), outcome, collected)] if outcome.succeeded else [
             ([path], *self.runner.collect([path])) for path in sorted(self.files)]
         for paths, outcome, collected in groups:
+            self.collected += collected if outcome.succeeded else []
             for candidate in (c for c in self.candidates if c.test_path in paths):
                 if not outcome.succeeded:
                     candidate.drop("build", f"pytest could not collect {candidate.test_path} "
@@ -770,8 +823,121 @@ class Generation:
             relative = os.path.relpath(path, root)
             return not relative.startswith("..") and not is_test_path(relative.replace(os.sep, "/"))
 
-        keep_coverage_gains(self.candidates, baseline, alone, measured)
+        self.ran = lines_by_candidate(self.candidates, alone, measured)
+        alive_lines = {(module.file, mutant.line) for module in self.mutants for mutant in module.alive()}
+        keep_coverage_gains(self.candidates, baseline, self.ran, measured, alive_lines)
         return baseline
+
+    # -- mutation -------------------------------------------------------------------------------
+    def mutation_before(self) -> None:
+        """mutmut's mutants of every targeted module, and the suite's verdict on each: a module
+        whose every mutant the suite kills is skipped, with that reason."""
+        if not self.tools.mutmut.is_file():
+            raise GenerationError(f"mutmut is not installed in {self.tools.root}: did `prepare` run?")
+        for target in self.request.targets:
+            module = self.make_mutants(target)
+            self.mutants.append(module)
+        groups = suite_plan_groups(self.mutants, self.request.mutation_module_seconds)
+        if not groups:
+            return
+        ignored = [f"--ignore={path}" for path in self.request.candidate_files]
+        results = self.mutation_session(groups, ignored, "mutants against the suite")
+        if results is None:
+            for module in self.mutants:
+                module.reason = module.reason or "the suite's run against the mutants failed; see the output"
+            return
+        apply_suite_verdict(self.mutants, results)
+        for module in self.mutants:
+            if module.all_killed():
+                self.skipped[module.module] = f"the suite already kills every mutant of it ({len(module.mutants)})"
+                module.reason = self.skipped[module.module]
+                self.notes.append(f"{module.module}: no test written: {module.reason}")
+
+    def make_mutants(self, target: Target) -> ModuleMutants:
+        file = (self.repository / target.path).resolve()
+        module = ModuleMutants(target.module, target.path, str(file))
+        work = self.runner.work / "mutation" / target.module
+        work.mkdir(parents=True, exist_ok=True)
+        request, output = work / "request.json", work / "mutants.json"
+        request.write_text(json.dumps({"path": str(file), "trampolined": str(work / "trampolined.py")}),
+                           encoding="utf-8")
+        script = self.workspace.root / BUILD_SITE_DIR / MUTANTS_SCRIPT
+        argv = [str(self.tools.mutmut), "-I", str(script), str(request), str(output)]
+        say(f"mutmut: mutants of {target.module}")
+        printed_from = self.workspace.log_size()
+        outcome = self.workspace.run_argv(argv, " ".join(argv), self.workspace.environment, cwd=work,
+                                          timeout_s=max(30, self.request.mutation_module_seconds))
+        try:
+            if not outcome.succeeded:
+                raise ValueError(last_error(self.workspace.output_since(printed_from, OUTPUT_READ_FOR_AN_ERROR))
+                                 or describe(outcome, self.request.mutation_module_seconds))
+            module.mutants = read_mutants(self.read_text(output, work), target.module)
+        except (ValueError, OSError, KeyError, TypeError) as error:
+            module.reason = f"mutmut made no mutants of it ({error})"[:MAX_MESSAGE]
+            self.notes.append(f"{target.module}: {module.reason}")
+            return module
+        if not module.mutants:
+            module.reason = "mutmut makes no mutant of it (it mutates functions and methods)"
+        say(f"mutmut: {len(module.mutants)} mutants of {target.module}")
+        return module
+
+    def filter_mutation(self) -> None:
+        """Each candidate that covered a line of a mutant the suite leaves alive runs against that
+        mutant; in order, a candidate is kept only if it kills one that no test kept before it kills."""
+        alive = [c for c in self.candidates if c.dropped_by is None]
+        if not alive:
+            return
+        by_line: dict[tuple[str, int], list[str]] = {}
+        for candidate in alive:
+            cases = [node for node in self.collected if collected_as(candidate, node)]
+            for path, line in self.ran.get(candidate.key, (set(), set()))[0]:
+                by_line.setdefault((path, line), []).extend(cases)
+        groups = candidate_plan_groups(self.mutants, self.request.mutation_module_seconds,
+                                       lambda file, line: by_line.get((file, line), []))
+        results = self.mutation_session(groups, [*self.deselected(), *sorted(self.files)],
+                                        "mutants against the candidates") if groups else {}
+        if results is None:
+            for candidate in alive:
+                candidate.drop("mutation", "the candidates' run against the mutants failed; see the output")
+            return
+        owners = {node: candidate.key for candidate in alive
+                  for node in self.collected if collected_as(candidate, node)}
+        kills = attribute_kills(self.mutants, results, [c.key for c in alive], owners.get)
+        for candidate in alive:
+            candidate.kills = kills.get(candidate.key, [])
+            if not candidate.kills:
+                candidate.drop("mutation", "kills no mutant that the suite (or a test kept before it) leaves alive")
+
+    def mutation_session(self, groups: list[dict[str, Any]], arguments: list[str], label: str) -> dict[str, Any] | None:
+        """One pytest session of agentledger_mutation over these mutants, with the targeted modules
+        behind mutmut's trampolines for its length: each mutant's result, None if it ended without one."""
+        left = int(self.mutation_deadline - time.monotonic())
+        if left < 1:
+            self.notes.append(f"{label}: not run, the run's {self.request.mutation_run_seconds} s of mutation is spent")
+            return {}
+        work = self.runner.work / "mutation"
+        plan, output = work / "plan.json", work / "results.json"
+        output.unlink(missing_ok=True)
+        modules = [module for module in self.mutants if module.mutants]
+        plan.write_text(json.dumps({"files": [module.file for module in modules], "groups": groups,
+                                    "output": str(output), "run_budget_s": left,
+                                    "baseline_timeout_s": max(60, self.workspace.config.timeout_s // 2)}),
+                        encoding="utf-8")
+        originals = {module.file: Path(module.file).read_bytes() for module in modules}
+        try:
+            for module in modules:
+                shutil.copyfile(work / module.module / "trampolined.py", module.file)
+            appended = [str(self.tools.coverage), str(self.tools.mutmut_runtime)]
+            variables = {MUTATION_PLAN_VARIABLE: str(plan), APPEND_PATH_VARIABLE: os.pathsep.join(appended)}
+            self.runner.pytest(["-p", MUTATION_PLUGIN, *arguments], label, variables=variables)
+        finally:
+            for file, data in originals.items():
+                Path(file).write_bytes(data)
+        report = read_untrusted(output, self.runner.work, MAX_REPORT_BYTES)
+        try:
+            return dict(json.loads(report)["mutants"]) if report is not None else None
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def deselected(self) -> list[str]:
         return [f"--deselect={c.key}" for c in self.candidates if c.dropped_by is not None]
@@ -818,7 +984,7 @@ class Generation:
     def result(self, generated: int, before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
         funnel = {"generated": generated}
         survivors = generated
-        for name in FILTERS:
+        for name in self.filters:
             survivors -= sum(1 for c in self.candidates if c.dropped_by == name)
             funnel[name] = survivors
         coverage = {}
@@ -836,6 +1002,7 @@ class Generation:
             "candidates": [asdict(c) for c in self.candidates],
             "findings": [asdict(f) for f in self.findings],
             "coverage": coverage,
+            "mutation": {module.path: module.report() for module in self.mutants},
             "files": files,
             "notes": self.notes,
             "writer_failures": [asdict(failure) for failure in self.writer_failures.values()],
@@ -848,13 +1015,15 @@ class Generation:
 def tools_root() -> Path:
     """Where agentledger's own tools are cached: named by their pins, the interpreter and the place
     (a virtualenv works only where it was made), never by anything of the repository's."""
-    pins = json.dumps([PYNGUIN_REQUIREMENT, COVERAGE_REQUIREMENT, list(sys.version_info[:2]), str(cache_root())])
+    pins = json.dumps([PYNGUIN_REQUIREMENT, COVERAGE_REQUIREMENT, MUTMUT_REQUIREMENT, list(sys.version_info[:2]),
+                       str(cache_root())])
     return cache_root() / TOOLS_DIR / hashlib.sha256(pins.encode()).hexdigest()[:24]
 
 
 def install_tools(workspace: Workspace) -> int:
-    """Pynguin in a virtualenv of its own (it pins its own pytest) and coverage.py in a directory the
-    project's interpreter appends to its path. By the kit itself, before any command of the
+    """Pynguin in a virtualenv of its own (it pins its own pytest), mutmut in another (it makes the
+    mutants), and coverage.py and mutmut alone (what a trampolined module imports) in directories
+    the project's interpreter appends to its path. By the kit itself, before any command of the
     repository's has run, isolated from the repository (`-I`, run from the kit's own directory) and
     from wheels only, so no package's own code runs here: what it installs is shared by every
     repository's builds."""
@@ -865,7 +1034,7 @@ def install_tools(workspace: Workspace) -> int:
     if (root / TOOLS_MARKER).exists():
         say(f"tools cached ({root.name})")
         return 0
-    say(f"installing agentledger's tools: {PYNGUIN_REQUIREMENT}, {COVERAGE_REQUIREMENT}")
+    say(f"installing agentledger's tools: {PYNGUIN_REQUIREMENT}, {COVERAGE_REQUIREMENT}, {MUTMUT_REQUIREMENT}")
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     pip = ["-I", "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", "--only-binary=:all:"]
@@ -873,6 +1042,9 @@ def install_tools(workspace: Workspace) -> int:
         [sys.executable, "-I", "-m", "venv", str(root / "pynguin")],
         [str(root / "pynguin" / "bin" / "python"), *pip, PYNGUIN_REQUIREMENT],
         [sys.executable, *pip, "--target", str(root / "coverage"), COVERAGE_REQUIREMENT],
+        [sys.executable, "-I", "-m", "venv", str(root / "mutmut")],
+        [str(root / "mutmut" / "bin" / "python"), *pip, MUTMUT_REQUIREMENT],
+        [sys.executable, *pip, "--no-deps", "--target", str(root / "mutmut-runtime"), MUTMUT_REQUIREMENT],
     ]
     environment = {"PATH": workspace.environment.get("PATH", ""), "HOME": str(workspace.state),
                    "PIP_CACHE_DIR": str(workspace.state / "pip")}

@@ -128,7 +128,10 @@ def count(value: str | None) -> int:
 
 
 class JavaGeneration(generation.Generation):
-    """generation.Generation's run and result, with Maven's runs for pytest's."""
+    """generation.Generation's run and result, with Maven's runs for pytest's, and no mutation
+    analysis yet (PIT would make Java's mutants): coverage is the last filter."""
+
+    filters = generation.FILTERS[:-1]
 
     def __init__(self, workspace: Workspace, venv: Path | None, tools: generation.Tools,
                  request: generation.Request) -> None:
@@ -151,6 +154,12 @@ class JavaGeneration(generation.Generation):
             self.qualified[candidate.key] = f"{package.group(1)}.{name}" if package else name
             self.files[path] = generation.TestFile(path, "", [(name, source)])
             self.candidates.append(candidate)
+
+    def mutation_before(self) -> None:
+        return None
+
+    def filter_mutation(self) -> None:
+        return None
 
     def module_of(self, test_path: str) -> str | None:
         return next((target.module for target in self.request.targets if target.test_path == test_path), None)
@@ -242,8 +251,12 @@ class JavaGeneration(generation.Generation):
                 path: {"lines": entry["executed"], "branches": entry["executed_branches"]}
                 for path, entry in alone["files"].items()}
         root = str(self.repository.resolve())
-        generation.keep_coverage_gains(self.candidates, baseline, {"contexts": contexts},
-                                       lambda path: not os.path.relpath(path, root).startswith(".."))
+
+        def measured(path: str) -> bool:
+            return not os.path.relpath(path, root).startswith("..")
+
+        ran = generation.lines_by_candidate(self.candidates, {"contexts": contexts}, measured)
+        generation.keep_coverage_gains(self.candidates, baseline, ran, measured)
         self.set_aside([c for c in self.candidates if c.dropped_by is not None])
         return baseline
 

@@ -66,6 +66,8 @@ class TestRunConfig(BaseModel):
     writer: RepositoryWriter | None = None
     generation_module_seconds: int | None = None
     generation_run_seconds: int | None = None
+    mutation_module_seconds: int | None = None  # mutation analysis, per targeted module and per run
+    mutation_run_seconds: int | None = None
     random_order: bool = True
     # A plan that writes nothing is reviewed (its suite run and shown) instead of ending the run,
     # as the deployment's reviewEmptyPlans asks for every repository.
@@ -338,6 +340,8 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "writer": ("writer", _writer),
     "generation_module_seconds": ("generation_module_seconds", _seconds("generation_module_seconds")),
     "generation_run_seconds": ("generation_run_seconds", _seconds("generation_run_seconds")),
+    "mutation_module_seconds": ("mutation_module_seconds", _seconds("mutation_module_seconds")),
+    "mutation_run_seconds": ("mutation_run_seconds", _seconds("mutation_run_seconds")),
     "random_order": ("random_order", _boolean("random_order")),
     "install_project": ("install_project", _boolean("install_project")),
     "review_empty_plans": ("review_empty_plans", _boolean("review_empty_plans")),
@@ -382,7 +386,8 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
               "compute": DEFAULT_COMPUTE, "virtualenv": False, "install_project": False, "junit": [], "jacoco": [],
               "install": [],
               "cache_key_files": [], "writer": None, "generation_module_seconds": None,
-              "generation_run_seconds": None, "random_order": True}
+              "generation_run_seconds": None, "mutation_module_seconds": None, "mutation_run_seconds": None,
+              "random_order": True}
     if ecosystem == "python":
         return {**common, **_python_defaults(root, pyproject or {}, explicit_test)}
     if ecosystem == "node":

@@ -1,6 +1,7 @@
 """The execute stage's build: the plan's writer produces candidate tests and the build keeps those
-that build, pass five runs alone and five with the suite, and add coverage (buildkit/generation.py
-runs all of it, in the sandbox: writing tests means running the repository's code).
+that build, pass five runs alone and five with the suite, reach code the suite misses and kill a
+mutant the suite leaves alive (buildkit/generation.py runs all of it, in the sandbox: writing
+tests means running the repository's code).
 
 What comes back is the build's word, so it is bounded and checked here before any of it is kept:
 only the test files the plan named, each one Python that parses, within sizes a ledger and a
@@ -50,9 +51,9 @@ if TYPE_CHECKING:
     from ..ports import ArtifactPort, BuildPort, LedgerPort, MetricSink
     from ..testrun.config import TestRunConfig
 
-# The build's four filters, then this stage's own: a test the repository would hold must read as it runs.
-Filter = Literal["build", "pass_alone", "pass_with_suite", "coverage", "no_hidden_text"]
-FILTERS: tuple[Filter, ...] = ("build", "pass_alone", "pass_with_suite", "coverage", "no_hidden_text")
+# The build's filters, then this stage's own: a test the repository would hold must read as it runs.
+Filter = Literal["build", "pass_alone", "pass_with_suite", "coverage", "mutation", "no_hidden_text"]
+FILTERS: tuple[Filter, ...] = ("build", "pass_alone", "pass_with_suite", "coverage", "mutation", "no_hidden_text")
 MAX_TEST_FILE_CHARS = 200_000
 MAX_TEST_FILES_CHARS = 2_000_000
 GENERATION_RESULT_LIMIT_BYTES = 8 << 20
@@ -73,6 +74,7 @@ class CandidateResult(BaseModel):
     detail: str = Field(default="", max_length=2_000)
     runs: dict[str, int] = Field(default_factory=dict, max_length=len(FILTERS))
     gain: dict[str, int] = Field(default_factory=dict, max_length=2)  # lines, branches it adds
+    kills: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=2_000)
 
     @property
     def kept(self) -> bool:
@@ -146,6 +148,46 @@ class CoverageChange(BaseModel):
     after: ModuleCoverage | None = None
 
 
+class MutantLine(BaseModel):
+    """One mutant, as a reviewer reads it: its line, what mutmut changed there, and (for one the kept
+    tests kill) which test kills it. The build's text, shown with any hidden character escaped."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str = Field(max_length=300)
+    line: int = Field(ge=0)
+    source: Annotated[str, AfterValidator(printable)] = Field(default="", max_length=300)
+    original: Annotated[str, AfterValidator(printable)] = Field(default="", max_length=300)
+    mutated: Annotated[str, AfterValidator(printable)] = Field(default="", max_length=300)
+    killed_by: str | None = Field(default=None, max_length=1_000)
+
+
+class ModuleMutation(BaseModel):
+    """A targeted module's mutants: how many the suite killed before, how many with the kept tests
+    after, which the kept tests kill and which survive (the first fifty of each)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    module: str = Field(max_length=300)
+    mutants: int = Field(ge=0)
+    checked: int = Field(ge=0)
+    killed_before: int = Field(ge=0)
+    killed_after: int = Field(ge=0)
+    no_tests: int = Field(default=0, ge=0)
+    killed_by_kept: list[MutantLine] = Field(default_factory=list, max_length=50)
+    survivors: list[MutantLine] = Field(default_factory=list, max_length=50)
+    survivors_total: int = Field(default=0, ge=0)
+    reason: Annotated[str, AfterValidator(printable)] = Field(default="", max_length=2_000)
+
+    @property
+    def score_before(self) -> float:
+        return 100.0 * self.killed_before / self.checked if self.checked else 0.0
+
+    @property
+    def score_after(self) -> float:
+        return 100.0 * self.killed_after / self.checked if self.checked else 0.0
+
+
 class GenerationReport(BaseModel):
     """generation.json: what the execute stage's build wrote and kept, and why."""
 
@@ -156,6 +198,7 @@ class GenerationReport(BaseModel):
     candidates: list[CandidateResult] = Field(max_length=400)
     findings: list[Finding] = Field(default_factory=list, max_length=MAX_FINDINGS)
     coverage: dict[str, CoverageChange] = Field(default_factory=dict, max_length=1_000)
+    mutation: dict[str, ModuleMutation] = Field(default_factory=dict, max_length=1_000)
     notes: list[str] = Field(default_factory=list, max_length=200)
     writer_failures: list[WriterFailure] = Field(default_factory=list, max_length=400)
     timings: dict[str, float] = Field(default_factory=dict, max_length=20)
@@ -169,6 +212,15 @@ class GenerationReport(BaseModel):
         type (a test writer's random `text=set()`) says little about the code, so it comes last."""
         return sorted(self.findings, key=lambda finding: finding.wrong_type())
 
+    def mutants_killed(self) -> int:
+        """Mutants of the targeted modules that the kept tests kill and the suite did not."""
+        return sum(module.killed_after - module.killed_before for module in self.mutation.values())
+
+    def mutation_score_gained(self) -> float:
+        """Points of mutation score the kept tests add over all targeted modules together."""
+        checked = sum(module.checked for module in self.mutation.values())
+        return round(100.0 * self.mutants_killed() / checked, 2) if checked else 0.0
+
     def coverage_gained(self) -> float:
         """Points of line coverage the kept tests add over all targeted modules together."""
         before = [change.before for change in self.coverage.values() if change.before and change.after]
@@ -180,7 +232,8 @@ class GenerationReport(BaseModel):
 
 
 FILTER_NAMES = {"build": "built", "pass_alone": "passed 5× alone", "pass_with_suite": "passed 5× with the suite",
-                "coverage": "added coverage", "no_hidden_text": "free of hidden characters"}
+                "coverage": "reached what the suite misses", "mutation": "killed a mutant",
+                "no_hidden_text": "free of hidden characters"}
 FINDINGS_SHOWN = 10
 
 
@@ -201,6 +254,34 @@ def coverage_line(path: str, change: CoverageChange) -> str:
     return f"{path}: {shown(change.before)} → {shown(change.after)}"
 
 
+def mutation_line(path: str, module: ModuleMutation) -> str:
+    """`shapes/core.py: mutation score 40% → 85% (8 → 17 of 20 mutants killed; 3 survive)`."""
+    if not module.checked:
+        return f"{path}: no mutation score: {module.reason or 'no mutant was checked'}"
+    unchecked = f", {module.mutants - module.checked} not checked in time" if module.checked < module.mutants else ""
+    survive = module.checked - module.killed_after
+    return (f"{path}: mutation score {module.score_before:.0f}% → {module.score_after:.0f}% "
+            f"({module.killed_before} → {module.killed_after} of {module.checked} mutants killed; "
+            f"{survive} survive{unchecked})")
+
+
+def mutant_line(path: str, mutant: MutantLine) -> str:
+    """`shapes/core.py:12 `< 0` → `<= 0` in `if n < 0:`` (`; killed by test_sign`)."""
+    where = f" in `{mutant.source}`" if mutant.source and mutant.source != mutant.original else ""
+    killed = f"; killed by {mutant.killed_by.rsplit('::', 1)[-1]}" if mutant.killed_by else ""
+    return f"{path}:{mutant.line} `{mutant.original}` → `{mutant.mutated}`{where}{killed}"
+
+
+def killed_lines(report: GenerationReport) -> list[str]:
+    return [mutant_line(path, mutant) for path, module in sorted(report.mutation.items())
+            for mutant in module.killed_by_kept]
+
+
+def survivor_lines(report: GenerationReport) -> list[str]:
+    return [mutant_line(path, mutant) for path, module in sorted(report.mutation.items())
+            for mutant in module.survivors]
+
+
 def writer_failure_line(report: GenerationReport, failure: WriterFailure) -> str:
     """`parse: Pynguin crashed (2 tries): RuntimeError: Failed to compute stacksize (exited 1 in 3 s)`."""
     tries = f" ({failure.tries} tries)" if failure.tries > 1 else ""
@@ -218,9 +299,22 @@ def finding_line(finding: Finding) -> str:
 
 
 def value_markdown(report: GenerationReport) -> list[str]:
-    """What a pull request leads with: the funnel, the coverage of the targeted modules, the findings."""
-    lines = [f"**Tests:** {funnel_line(report)}", "", "**Coverage of the targeted modules (before → after)**",
-             *[f"- {coverage_line(path, change)}" for path, change in sorted(report.coverage.items())]]
+    """What a pull request leads with: the targeted modules' mutation score, the mutants the kept
+    tests kill and those that survive; then the funnel, coverage, and the findings."""
+    lines = []
+    if report.mutation:
+        killed, survivors = killed_lines(report), survivor_lines(report)
+        lines += ["**Mutation score of the targeted modules (before → after)**",
+                  *[f"- {mutation_line(path, module)}" for path, module in sorted(report.mutation.items())], ""]
+        if killed:
+            lines += [f"**Mutants the kept tests kill** ({report.mutants_killed()})",
+                      *[f"- {line}" for line in killed[:FINDINGS_SHOWN]], ""]
+        if survivors:
+            total = sum(module.survivors_total for module in report.mutation.values())
+            lines += [f"**Mutants that survive** ({total}: a change there goes unnoticed by every test)",
+                      *[f"- {line}" for line in survivors[:FINDINGS_SHOWN]], ""]
+    lines += [f"**Tests:** {funnel_line(report)}", "", "**Coverage of the targeted modules (before → after)**",
+              *[f"- {coverage_line(path, change)}" for path, change in sorted(report.coverage.items())]]
     if report.writer_failures:
         lines += ["", f"**Modules the writer wrote no test for** ({len(report.writer_failures)})",
                   *[f"- {writer_failure_line(report, failure)}" for failure in report.writer_failures[:FINDINGS_SHOWN]]]
@@ -343,6 +437,8 @@ class TestWriting:
             self.metrics.count(metric, report.funnel.get(name, 0))
         self.metrics.count(metric_names.CANDIDATES_KEPT, len(report.kept))
         self.metrics.count(metric_names.COVERAGE_GAINED, report.coverage_gained())
+        self.metrics.count(metric_names.MUTANTS_KILLED, report.mutants_killed())
+        self.metrics.count(metric_names.MUTATION_SCORE_GAINED, report.mutation_score_gained())
         self.metrics.count(metric_names.WRITER_FAILURES, len(report.writer_failures))
 
 

@@ -311,10 +311,24 @@ def summary(brief: Mapping[str, Any] | None) -> list[str]:
 
 
 def _value(generation: Mapping[str, Any] | None) -> list[str]:
-    """What the kept tests are worth, before anything else: the funnel, coverage, findings."""
+    """What the kept tests are worth, before anything else: the mutation score, the mutants the kept
+    tests kill and those that survive, then the funnel, coverage, findings."""
     if not generation:
         return []
-    lines = [f"  kept     {generation['funnel']}"]
+    lines = [f"  {'mutation' if number == 0 else '':<8} {truncate(line, BOX_WIDTH)}"
+             for number, line in enumerate(generation.get("mutation") or [])]
+    if generation.get("mutation"):
+        lines.append(f"           {generation['mutants_killed']} mutants killed by the kept tests, "
+                     f"{generation['mutation_score_gained']:+.1f} points of mutation score")
+    lines += [f"  {'kills' if number == 0 else '':<8} {truncate(line, BOX_WIDTH)}"
+              for number, line in enumerate(generation.get("killed") or [])]
+    survivors = generation.get("survivors") or []
+    lines += [f"  {'survives' if number == 0 else '':<8} {truncate(line, BOX_WIDTH)}"
+              for number, line in enumerate(survivors)]
+    if generation.get("survivors_total", 0) > len(survivors):
+        lines.append(f"           … and {generation['survivors_total'] - len(survivors)} more "
+                     "(`agentledger artifact RUN generation.json`)")
+    lines.append(f"  kept     {generation['funnel']}")
     lines += [f"  covers   {line}" if number == 0 else f"           {line}"
               for number, line in enumerate(generation["coverage"] or ["no targeted module measured"])]
     if generation["coverage"]:

@@ -49,6 +49,8 @@ DEFAULT_GENERATION_MODULE_SECONDS = PlannerConfig.generation_module_seconds
 DEFAULT_GENERATION_RUN_SECONDS = PlannerConfig.generation_run_seconds
 DEFAULT_GENERATION_ITERATIONS = PlannerConfig.generation_iterations
 DEFAULT_GENERATION_RUNS = PlannerConfig.generation_runs
+DEFAULT_MUTATION_MODULE_SECONDS = PlannerConfig.mutation_module_seconds
+DEFAULT_MUTATION_RUN_SECONDS = PlannerConfig.mutation_run_seconds
 DEFAULT_BEDROCK_MODEL_ID = PlannerConfig.model_id
 DEFAULT_BEDROCK_MAX_TOKENS = PlannerConfig.max_tokens
 DEFAULT_BEDROCK_TEMPERATURE = PlannerConfig.temperature
@@ -240,6 +242,10 @@ def build_app(
             generation_iterations=_positive_int(
                 "generationIterations", _context(app, "generationIterations", DEFAULT_GENERATION_ITERATIONS)),
             generation_runs=_runs(_context(app, "generationRuns", DEFAULT_GENERATION_RUNS)),
+            mutation_module_seconds=_positive_int(
+                "mutationModuleSeconds", _context(app, "mutationModuleSeconds", DEFAULT_MUTATION_MODULE_SECONDS)),
+            mutation_run_seconds=_positive_int(
+                "mutationRunSeconds", _context(app, "mutationRunSeconds", DEFAULT_MUTATION_RUN_SECONDS)),
             model_id=str(_context(app, "bedrockModelId", DEFAULT_BEDROCK_MODEL_ID)),
             max_tokens=_positive_int("bedrockMaxTokens", _context(app, "bedrockMaxTokens", DEFAULT_BEDROCK_MAX_TOKENS)),
             temperature=_temperature(_context(app, "bedrockTemperature", DEFAULT_BEDROCK_TEMPERATURE)),

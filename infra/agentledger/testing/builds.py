@@ -63,16 +63,27 @@ def generation_archive(request: dict[str, Any], written: dict[str, str], generat
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
         candidates += [{"test_path": path, "name": name, "source": source, "dropped_by": None if kept else "coverage",
                         "runs": {"build": 1, "pass_alone": 5, "pass_with_suite": 5},
-                        "gain": {"lines": 2, "branches": 1} if kept else {}} for name, source in tests]
+                        "gain": {"lines": 2, "branches": 1} if kept else {},
+                        "kills": ["x_area__mutmut_1"] if kept else []} for name, source in tests]
     count = len(candidates)
     kept_count = count if generation == "keep_all" else 0
     coverage = {target["path"]: {"before": {"lines": 10, "lines_covered": 4, "branches": 4, "branches_covered": 1},
                                  "after": {"lines": 10, "lines_covered": 4 + (2 if kept_count else 0), "branches": 4,
                                            "branches_covered": 1 + (1 if kept_count else 0)}}
                 for target in request["targets"]}
-    report = {"writer": request["writer"], "candidates": candidates, "coverage": coverage,
+    # Four mutants a module: the suite kills one, the kept tests one more (line 3), two survive.
+    killed_by_kept = [{"name": "x_area__mutmut_1", "line": 3, "source": "return w * h", "original": "w * h",
+                       "mutated": "w / h", "killed_by": f"{path}::test_area"}
+                      for path in sorted(files)[:1]] if kept_count else []
+    mutation = {target["path"]: {
+        "module": target["module"], "mutants": 4, "checked": 4, "killed_before": 1,
+        "killed_after": 1 + len(killed_by_kept), "killed_by_kept": killed_by_kept,
+        "survivors": [{"name": "x_area__mutmut_2", "line": 2, "source": "if w < 0:", "original": "< 0",
+                       "mutated": "<= 0"}], "survivors_total": 3 - len(killed_by_kept)}
+        for target in request["targets"] if request.get("language", "python") == "python"}
+    report = {"writer": request["writer"], "candidates": candidates, "coverage": coverage, "mutation": mutation,
               "funnel": {"generated": count, "build": count, "pass_alone": count, "pass_with_suite": count,
-                         "coverage": kept_count},
+                         "coverage": kept_count, **({"mutation": kept_count} if mutation else {})},
               "findings": [{"module": request["targets"][0]["module"], "test": "test_raises", "source": "f(None)",
                             "exception": "TypeError", "message": "bad operand"}] if request["targets"] else [],
               "files": {path: text for path, text in files.items() if generation == "keep_all"},

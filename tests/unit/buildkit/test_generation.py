@@ -15,6 +15,7 @@ from agentledger.buildkit.generation import (
     junit_outcomes,
     keep_coverage_gains,
     last_error,
+    lines_by_candidate,
     outcome_of,
     pynguin_candidates,
     repeated_in_one_session,
@@ -169,16 +170,38 @@ def test_coverage_keeps_in_order_what_adds_a_line_or_a_branch_the_suite_and_earl
         "test_calc_generated.test_nothing_new": {MODULE: {"lines": [1, 2, 3], "branches": [[2, 3]]}},
     }}
     candidates = [new_line, same_again, new_branch, nothing_new]
-    keep_coverage_gains(candidates, baseline, alone, measured=lambda path: True)
+    keep_coverage_gains(candidates, baseline, lines_by_candidate(candidates, alone, _everywhere), _everywhere)
     assert [c.dropped_by for c in candidates] == [None, "coverage", None, "coverage"]
     assert new_line.gain == {"lines": 1, "branches": 0} and new_branch.gain == {"lines": 0, "branches": 1}
+
+
+def test_a_test_of_lines_the_suite_runs_passes_coverage_where_a_mutant_the_suite_leaves_alive_sits() -> None:
+    """The suite runs line 3 but nothing checks what it does: a test that asserts it is the one
+    worth keeping, so the mutation filter, not coverage, judges it."""
+    asserts_line_3, runs_line_1 = _candidate("test_asserts_line_3"), _candidate("test_runs_line_1")
+    alone = {"files": {}, "contexts": {
+        "test_calc_generated.test_asserts_line_3": {MODULE: {"lines": [3], "branches": []}},
+        "test_calc_generated.test_runs_line_1": {MODULE: {"lines": [1], "branches": []}},
+    }}
+    candidates = [asserts_line_3, runs_line_1]
+    keep_coverage_gains(candidates, _report(executed=[1, 2, 3], branches=[]),
+                        lines_by_candidate(candidates, alone, _everywhere), _everywhere,
+                        alive_mutant_lines={(MODULE, 3)})
+    assert [c.dropped_by for c in candidates] == [None, "coverage"]
+
+
+def _everywhere(path: str) -> bool:
+    return True
 
 
 def test_code_outside_the_project_does_not_count_as_a_gain() -> None:
     candidate = _candidate("test_helper")
     outside = {"/usr/lib/x.py": {"lines": [1], "branches": []}}
     alone = {"files": {}, "contexts": {"test_calc_generated.test_helper": outside}}
-    keep_coverage_gains([candidate], _report([], []), alone, measured=lambda path: path == MODULE)
+    def measured(path: str) -> bool:
+        return path == MODULE
+
+    keep_coverage_gains([candidate], _report([], []), lines_by_candidate([candidate], alone, measured), measured)
     assert candidate.dropped_by == "coverage"
 
 

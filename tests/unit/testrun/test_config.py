@@ -238,7 +238,21 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
         "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
         "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_run_seconds, image, install, "
         "install_project, "
-        "jacoco, junit, random_order, review_empty_plans, test, timeout, writer")
+        "jacoco, junit, mutation_module_seconds, mutation_run_seconds, random_order, review_empty_plans, test, "
+        "timeout, writer")
+
+
+def test_a_repository_may_lower_the_time_mutation_analysis_takes_and_the_deployment_caps_it(tmp_path: Path) -> None:
+    from agentledger.agent.planner import generation_settings
+    from agentledger.generation import GenerationLimits
+
+    explicit(tmp_path, 'test = "pytest"\nmutation_module_seconds = 15\nmutation_run_seconds = 900\n')
+    config = load_config(tmp_path)
+    brief = type("Brief", (), {"run_id": "run-1"})()
+    settings = generation_settings(config, brief, GenerationLimits(mutation_module_seconds=60, mutation_run_seconds=300))
+    assert (settings.mutation_module_seconds, settings.mutation_run_seconds) == (15, 300)
+    explicit(tmp_path, 'test = "pytest"\nmutation_run_seconds = 0\n')
+    assert "mutation_run_seconds" in refusal(tmp_path)
 
 
 def test_invalid_toml_names_the_file_and_the_parser_message(tmp_path: Path) -> None:
@@ -318,7 +332,7 @@ def test_a_long_unknown_key_is_cut_short_in_the_message(tmp_path: Path) -> None:
     explicit(tmp_path, f'{"k" * 500} = 1\n')
     message = refusal(tmp_path)
     assert message.startswith("agentledger.toml: unknown key 'kkk")
-    assert len(message) < 350
+    assert len(message) < 400
 
 
 def test_a_configuration_file_that_is_a_link_is_refused_not_followed(tmp_path: Path) -> None:

@@ -111,6 +111,9 @@ class PlannerConfig:
     generation_module_seconds: int = 60
     generation_run_seconds: int = 600
     generation_iterations: int = 1000
+    # The caps on mutation analysis (the fourth filter), per targeted module and per run.
+    mutation_module_seconds: int = 60
+    mutation_run_seconds: int = 300
     # How many runs in a row a candidate must pass, alone and with the suite, to be kept.
     generation_runs: int = DEFAULT_GENERATION_RUNS
     model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -125,6 +128,8 @@ class PlannerConfig:
                 "AGENTLEDGER_GENERATION_RUN_SECONDS": str(self.generation_run_seconds),
                 "AGENTLEDGER_GENERATION_ITERATIONS": str(self.generation_iterations),
                 "AGENTLEDGER_GENERATION_RUNS": str(self.generation_runs),
+                "AGENTLEDGER_MUTATION_MODULE_SECONDS": str(self.mutation_module_seconds),
+                "AGENTLEDGER_MUTATION_RUN_SECONDS": str(self.mutation_run_seconds),
                 "AGENTLEDGER_BEDROCK_MODEL_ID": self.model_id,
                 "AGENTLEDGER_BEDROCK_MAX_TOKENS": str(self.max_tokens),
                 "AGENTLEDGER_BEDROCK_TEMPERATURE": str(self.temperature), "AGENTLEDGER_BEDROCK_PRICES": self.prices,

@@ -847,7 +847,21 @@ shown are escaped first (`visible`). Lists are capped so a run of ten thousand f
     }
     const generation = summary.generation;
     if (generation) {
-      out.push(h('h3', null, 'Tests written'), h('p', null, generation.funnel));
+      out.push(h('h3', null, 'Tests written'));
+      const mutation = generation.mutation || [];
+      if (mutation.length) {
+        out.push(h('p', null, 'Mutation score of the targeted modules (before → after):'),
+          h('ul', {class: 'list-plain'}, mutation.slice(0, 50).map((line) => h('li', null, line))));
+      }
+      if ((generation.killed || []).length) {
+        out.push(h('p', null, `Mutants the kept tests kill (${generation.mutants_killed}):`),
+          h('ul', {class: 'mono wrap'}, generation.killed.map((line) => h('li', null, line))));
+      }
+      if ((generation.survivors || []).length) {
+        out.push(h('p', null, `Mutants that survive (${generation.survivors_total}):`),
+          h('ul', {class: 'mono wrap'}, generation.survivors.map((line) => h('li', null, line))));
+      }
+      out.push(h('p', null, generation.funnel));
       if (generation.coverage.length) out.push(h('ul', {class: 'list-plain'}, generation.coverage.slice(0, 50).map((line) => h('li', null, line))));
       if ((generation.writer_failures || []).length) {
         out.push(h('p', null, 'No test written for:'),
