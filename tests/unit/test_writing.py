@@ -90,6 +90,18 @@ def test_pynguin_runs_in_one_build_and_what_it_keeps_is_the_change(world: World)
     assert (counts[metric_names.CANDIDATES_GENERATED], counts[metric_names.CANDIDATES_KEPT],
             counts["CandidatesAddedCoverage"]) == (2, 2, 2)
     assert counts[metric_names.COVERAGE_GAINED] == pytest.approx(20.0)  # 4 of 10 lines -> 6 of 10, in each module
+    # Each module: the suite killed 1 of 4 mutants, the kept tests one more.
+    assert counts[metric_names.MUTANTS_KILLED] == 2
+    assert counts[metric_names.MUTATION_SCORE_GAINED] == pytest.approx(25.0)
+    generation = GenerationReport.model_validate(report)
+    body = value_markdown(generation)
+    assert body[0] == "**Mutation score of the targeted modules (before → after)**"
+    assert body[1].endswith(": mutation score 25% → 50% (1 → 2 of 4 mutants killed; 2 survive)")
+    assert body.index("**Mutants the kept tests kill** (2)") < body.index("**Mutants that survive** (4: a change "
+                                                                          "there goes unnoticed by every test)")
+    assert any(line.endswith("`w * h` → `w / h` in `return w * h`; killed by test_area") for line in body)
+    assert next(i for i, line in enumerate(body) if line.startswith("**Tests:**")) > body.index(
+        "**Mutants the kept tests kill** (2)")
 
 
 def test_a_crash_after_the_results_were_read_starts_no_second_generation(world: World, crash_once: Any) -> None:
