@@ -81,6 +81,8 @@ DEFAULTS = {
     "generationRunSeconds": infra_app.DEFAULT_GENERATION_RUN_SECONDS,
     "generationIterations": infra_app.DEFAULT_GENERATION_ITERATIONS,
     "generationRuns": infra_app.DEFAULT_GENERATION_RUNS,
+    "mutationModuleSeconds": infra_app.DEFAULT_MUTATION_MODULE_SECONDS,
+    "mutationRunSeconds": infra_app.DEFAULT_MUTATION_RUN_SECONDS,
     "bedrockModelId": infra_app.DEFAULT_BEDROCK_MODEL_ID,
     "bedrockMaxTokens": infra_app.DEFAULT_BEDROCK_MAX_TOKENS,
     "bedrockTemperature": infra_app.DEFAULT_BEDROCK_TEMPERATURE,

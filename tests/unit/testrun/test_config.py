@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentledger.agent.planner import generation_settings
+from agentledger.generation import GenerationLimits
 from agentledger.testrun.config import (
     DEFAULT_IMAGE,
     DEFAULT_TIMEOUT_S,
@@ -243,13 +245,11 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
 
 
 def test_a_repository_may_lower_the_time_mutation_analysis_takes_and_the_deployment_caps_it(tmp_path: Path) -> None:
-    from agentledger.agent.planner import generation_settings
-    from agentledger.generation import GenerationLimits
-
     explicit(tmp_path, 'test = "pytest"\nmutation_module_seconds = 15\nmutation_run_seconds = 900\n')
     config = load_config(tmp_path)
     brief = type("Brief", (), {"run_id": "run-1"})()
-    settings = generation_settings(config, brief, GenerationLimits(mutation_module_seconds=60, mutation_run_seconds=300))
+    caps = GenerationLimits(mutation_module_seconds=60, mutation_run_seconds=300)
+    settings = generation_settings(config, brief, caps)
     assert (settings.mutation_module_seconds, settings.mutation_run_seconds) == (15, 300)
     explicit(tmp_path, 'test = "pytest"\nmutation_run_seconds = 0\n')
     assert "mutation_run_seconds" in refusal(tmp_path)

@@ -92,7 +92,7 @@ class Mutation:
     # -- the children ---------------------------------------------------------------------------
     def baseline(self) -> dict[str, Any]:
         """nodeid -> {passed, seconds, functions} of every collected test, with no mutant on."""
-        entries, _ = self.in_child(self.traced_run, timeout_s=self.plan["baseline_timeout_s"])
+        entries, _ = self.in_child(self.traced_run, timeout_s=self.plan["baseline_timeout_s"], quiet=False)
         return {entry.pop("nodeid"): entry for entry in entries}
 
     def traced_run(self, write: Any) -> None:
@@ -149,15 +149,18 @@ class Mutation:
     def run_item(self, item: Any, nextitem: Any) -> None:
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
 
-    def in_child(self, work: Any, timeout_s: float) -> tuple[list[dict[str, Any]], bool]:
+    def in_child(self, work: Any, timeout_s: float, quiet: bool = True) -> tuple[list[dict[str, Any]], bool]:
         """`work(write)` in a forked child, whose lines `write` sends back; (the lines, whether it
         was killed for outliving `timeout_s`). The child ends with os._exit: no cleanup of the
-        session's runs in it."""
+        session's runs in it. A quiet child prints nowhere: a mutant's run is judged by its
+        outcomes, not read; the run with no mutant prints as the suite prints."""
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child
             os.close(read_end)
-            self.child_setup()
+            self.outcomes.failed.clear()
+            if quiet:
+                self.silence()
             with os.fdopen(write_end, "w", encoding="utf-8") as sink:
                 def write(entry: dict[str, Any]) -> None:
                     sink.write(json.dumps(entry) + "\n")
@@ -192,10 +195,8 @@ class Mutation:
                 break  # the line a killed child was writing
         return entries, timed_out
 
-    def child_setup(self) -> None:
-        """A child's tests print nowhere: a mutant's run is judged by its outcomes, not read."""
+    def silence(self) -> None:
         self.session.config.pluginmanager.unregister(name="terminalreporter")
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        self.outcomes.failed.clear()
