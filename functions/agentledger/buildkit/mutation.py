@@ -7,13 +7,11 @@ a plugin that forks a child per mutant after collection). This module holds what
 from their output:
 - before writing, the suite's verdict per mutant: a module whose every mutant the suite already
   kills gets no test written for it;
-- the mutation filter: in order, a candidate is kept only if it kills a mutant that neither the
-  suite nor a candidate kept before it kills;
+- the mutation filter: a candidate is kept only if it kills a mutant that the suite leaves alive;
 - the report: per module, the mutants, the score before and after, what the kept tests kill and
   what still survives, line by line."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,11 +85,11 @@ class ModuleMutants:
         }
 
 
-def read_mutants(text: str, module: str) -> list[Mutant]:
-    """What agentledger_mutants.py wrote, bounded: it ran in a process the repository's code shares."""
-    document = json.loads(text)
+def read_mutants(answer: dict[str, Any], module: str) -> list[Mutant]:
+    """What agentledger_mutants.py wrote for one module, bounded: it ran in a process the
+    repository's code shares."""
     mutants = []
-    for entry in document["mutants"][:MAX_MUTANTS]:
+    for entry in answer["mutants"][:MAX_MUTANTS]:
         mutants.append(Mutant(module=module, name=str(entry["name"])[:MAX_CODE],
                               function=str(entry["function"])[:MAX_CODE], line=int(entry["line"]),
                               source=str(entry["source"])[:MAX_CODE], original=str(entry["original"])[:MAX_CODE],
@@ -107,20 +105,28 @@ def suite_plan_groups(modules: list[ModuleMutants], budget_s: int) -> list[dict[
 
 
 def apply_suite_verdict(modules: list[ModuleMutants], results: dict[str, Any]) -> None:
+    """Each mutant's status by the suite: a result's `suite` verdict where the candidates ran after
+    the suite in the same session, else its status."""
     for module in modules:
         for mutant in module.mutants:
-            status = results.get(mutant.id, {}).get("status", "not_checked")
+            result = results.get(mutant.id, {})
+            status = result.get("suite", result.get("status", "not_checked"))
             mutant.status = status if status in STATUSES else "not_checked"
 
 
 def candidate_plan_groups(modules: list[ModuleMutants], budget_s: int,
-                          tests_on_line: Callable[[str, int], list[str]]) -> list[dict[str, Any]]:
+                          tests_on_line: Callable[[str, int], list[str]], suite_first: bool = False
+                          ) -> list[dict[str, Any]]:
     """The plugin's groups for the mutation filter: each mutant the suite leaves alive, against the
-    candidate tests that run its line (`tests_on_line(file, line)`), every one of them."""
+    candidate tests that run its line (`tests_on_line(file, line)`), every one of them. With
+    `suite_first` (the suite's verdict is yet to be taken), every mutant: the suite's tests first,
+    up to the first that kills it, and the candidates' only if none does."""
     groups = []
     for module in modules:
-        mutants = [{"id": mutant.id, "function": mutant.function, "tests": tests, "every_killer": True}
-                   for mutant in module.alive() if (tests := tests_on_line(module.file, mutant.line))]
+        mutants = [{"id": mutant.id, "function": mutant.function, "tests": tests, "every_killer": True,
+                    "suite_first": suite_first}
+                   for mutant in (module.mutants if suite_first else module.alive())
+                   if (tests := tests_on_line(module.file, mutant.line)) or suite_first]
         if mutants:
             groups.append({"module": module.module, "budget_s": budget_s, "mutants": mutants})
     return groups
@@ -128,9 +134,10 @@ def candidate_plan_groups(modules: list[ModuleMutants], budget_s: int,
 
 def attribute_kills(modules: list[ModuleMutants], results: dict[str, Any], candidate_keys: list[str],
                     owner: Callable[[str], str | None]) -> dict[str, list[str]]:
-    """In the candidates' order, each candidate's kills that no candidate before it made (candidate
-    key -> mutant names); the mutants are marked with their killer. `owner(nodeid)` is the key of the
-    candidate a test case belongs to."""
+    """Each candidate's kills of mutants the suite leaves alive (candidate key -> mutant names), as
+    ACH keeps a test: for a kill of its own, whoever else makes it too. Each mutant is marked with
+    the first candidate, in order, that kills it: the one the report credits. `owner(nodeid)` is the
+    key of the candidate a test case belongs to."""
     killers: dict[str, set[str]] = {}  # mutant id -> candidate keys whose cases kill it
     for mutant_id, result in results.items():
         if result.get("status") in KILLED:
@@ -139,7 +146,7 @@ def attribute_kills(modules: list[ModuleMutants], results: dict[str, Any], candi
     alive = [mutant for module in modules for mutant in module.alive()]
     for key in candidate_keys:
         for mutant in alive:
-            if mutant.killed_by is None and key in killers.get(mutant.id, ()):
-                mutant.killed_by = key
+            if key in killers.get(mutant.id, ()):
+                mutant.killed_by = mutant.killed_by or key
                 kills.setdefault(key, []).append(mutant.name)
     return kills

@@ -71,21 +71,33 @@ def test_mutants_are_named_as_mutmut_switches_them_and_say_their_line_and_change
     assert all(f"def {name}(" in code for name in by_name)  # each one behind the trampoline
 
 
-def _run_plan(tmp_path: Path, groups: list[dict]) -> dict:
+CANDIDATE = '''\
+from calc import Account
+
+
+def test_withdrawing_the_whole_balance_leaves_nothing():
+    assert Account().withdraw(10, 10) == 0
+'''
+
+
+def _run_plan(tmp_path: Path, groups: list[dict], candidates: tuple[str, ...] = ()) -> dict:
     """The project's pytest with the plugin, as the build runs it: the module trampolined in place."""
     project = tmp_path / "project"
     (project / "tests").mkdir(parents=True)
     module = project / "calc.py"
     module.write_text(CALC)
     (project / "tests" / "test_calc.py").write_text(SUITE)
+    (project / "tests" / "test_candidate.py").write_text(CANDIDATE)
     code, _ = agentledger_mutants.mutants_of(module)
     module.write_text(code)
     plan, output = tmp_path / "plan.json", tmp_path / "results.json"
     plan.write_text(json.dumps({"files": [str(module)], "groups": groups, "output": str(output),
+                                "candidates": list(candidates),
                                 "run_budget_s": 120, "baseline_timeout_s": 60}))
     environment = {**os.environ, "AGENTLEDGER_MUTATION_PLAN": str(plan),
                    "PYTHONPATH": os.pathsep.join([str(project), str(SITE), str(Path(mutmut.__file__).parents[1])])}
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "agentledger_mutation", "tests"]
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "agentledger_mutation",
+            "tests/test_calc.py", *(["tests/test_candidate.py"] if candidates else [])]
     ran = subprocess.run(argv, cwd=project, env=environment, capture_output=True, text=True, timeout=300, check=False)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     return json.loads(output.read_text())
@@ -108,6 +120,22 @@ def test_each_mutant_runs_against_the_tests_that_run_its_function_and_a_hang_is_
     assert results["mutants"]["calc.x_spin__mutmut_3"]["killed_by"] == ["tests/test_calc.py::test_spin"]
 
 
+def test_judged_by_the_suite_first_a_mutant_the_suite_kills_never_meets_the_candidates(tmp_path: Path) -> None:
+    candidate = "tests/test_candidate.py::test_withdrawing_the_whole_balance_leaves_nothing"
+    mutants = [{"id": f"calc.{name}", "function": function, "tests": [candidate], "every_killer": True,
+                "suite_first": True} for name, function in [
+        ("xǁAccountǁwithdraw__mutmut_1", "xǁAccountǁwithdraw"),  # `>= balance`: the suite asserts nothing of it
+        ("x_spin__mutmut_1", "x_spin"),  # the suite's test_spin kills it
+        ("x_clamp__mutmut_1", "x_clamp"),  # no candidate runs clamp: the suite's verdict alone
+    ]]
+    results = _run_plan(tmp_path, [{"module": "calc", "budget_s": 60, "mutants": mutants}], (candidate,))
+    by_name = {name.split(".", 1)[1]: result for name, result in results["mutants"].items()}
+    assert by_name["xǁAccountǁwithdraw__mutmut_1"] == {"status": "killed", "suite": "survived",
+                                                       "killed_by": [candidate]}
+    assert by_name["x_spin__mutmut_1"] == {"status": "killed", "suite": "killed", "killed_by": []}
+    assert by_name["x_clamp__mutmut_1"] == {"status": "survived", "suite": "survived", "killed_by": []}
+
+
 def test_a_module_whose_every_mutant_the_suite_kills_has_nothing_left_to_gain() -> None:
     module = ModuleMutants("calc", "calc.py", "/r/calc.py",
                            [_mutant("x_f__mutmut_1", 2, "killed"), _mutant("x_f__mutmut_2", 3, "timeout")])
@@ -118,7 +146,7 @@ def test_a_module_whose_every_mutant_the_suite_kills_has_nothing_left_to_gain() 
     assert not unchecked.all_killed()  # out of time is not a verdict
 
 
-def test_candidates_run_only_against_live_mutants_on_lines_they_run_and_keep_kills_in_order() -> None:
+def test_candidates_run_only_against_live_mutants_on_lines_they_run_and_each_keeps_its_kills() -> None:
     module = ModuleMutants("calc", "calc.py", "/r/calc.py", [
         _mutant("x_f__mutmut_1", 2, "killed"), _mutant("x_f__mutmut_2", 3, "survived"),
         _mutant("x_f__mutmut_3", 4, "no_tests"), _mutant("x_f__mutmut_4", 9, "survived")])
@@ -129,7 +157,11 @@ def test_candidates_run_only_against_live_mutants_on_lines_they_run_and_keep_kil
     results = {"calc.x_f__mutmut_2": {"status": "killed", "killed_by": ["t.py::test_a", "t.py::test_b"]},
                "calc.x_f__mutmut_3": {"status": "killed", "killed_by": ["t.py::test_b"]}}
     kills = attribute_kills([module], results, ["t.py::test_a", "t.py::test_b"], lambda node: node)
-    assert kills == {"t.py::test_a": ["x_f__mutmut_2"], "t.py::test_b": ["x_f__mutmut_3"]}
+    # test_b kills mutant 2 as well: a kill of its own (mutant 3) keeps it, and the report credits
+    # mutant 2 to test_a, first in order.
+    assert kills == {"t.py::test_a": ["x_f__mutmut_2"], "t.py::test_b": ["x_f__mutmut_2", "x_f__mutmut_3"]}
+    assert [(m.name, m.killed_by) for m in module.killed_by_kept()] == [
+        ("x_f__mutmut_2", "t.py::test_a"), ("x_f__mutmut_3", "t.py::test_b")]
     report = module.report()
     assert (report["killed_before"], report["killed_after"], report["survivors_total"]) == (1, 3, 1)
     assert [m["line"] for m in report["survivors"]] == [9]

@@ -1,11 +1,13 @@
-"""Mutants of a module, made by mutmut: run by the build with the interpreter of agentledger's
-mutmut tools, `python -I agentledger_mutants.py REQUEST OUTPUT`.
+"""Mutants of modules, made by mutmut: run by the build with the interpreter of agentledger's
+mutmut tools, `python -I agentledger_mutants.py REQUEST OUTPUT`, once for all the targeted modules
+(its start, libcst's import, is most of its time on a small module).
 
-REQUEST (JSON): {"path": the module's file, "trampolined": where to write the module with every
-mutant behind mutmut's trampolines}. OUTPUT (JSON): {"mutants": [{"name", "function", "line",
-"source", "original", "mutated"}]}, where `name` is what MUTANT_UNDER_TEST selects (without the
-module), `function` the mangled name of the function it is a mutant of, and `line` (with its
-`source`), `original` and `mutated` say what the mutant changed in the module as written."""
+REQUEST (JSON): {"modules": [{"path": the module's file, "trampolined": where to write the module
+with every mutant behind mutmut's trampolines}]}. OUTPUT (JSON): {"modules": [{"mutants": [{"name",
+"function", "line", "source", "original", "mutated"}]} or {"error": why it has none}]}, in the
+request's order, where `name` is what MUTANT_UNDER_TEST selects (without the module), `function`
+the mangled name of the function it is a mutant of, and `line` (with its `source`), `original` and
+`mutated` say what the mutant changed in the module as written."""
 from __future__ import annotations
 
 import json
@@ -73,15 +75,21 @@ def mutants_of(path: Path) -> tuple[str, list[dict[str, Any]]]:
                         "mutated": shortened(module.code_for_node(mutation.mutated_node))})
     trampolined = combine_mutations_to_source(module, mutations, ignored_classes, ignored_functions)
     if sorted(trampolined.mutant_names) != sorted(str(m["name"]) for m in mutants):
-        raise SystemExit("mutmut named its mutants otherwise than expected: is it the pinned version?")
+        raise ValueError("mutmut named its mutants otherwise than expected: is it the pinned version?")
     return trampolined.code, mutants
 
 
 def main(request_path: str, output_path: str) -> int:
     request = json.loads(Path(request_path).read_text("utf-8"))
-    code, mutants = mutants_of(Path(request["path"]))
-    Path(request["trampolined"]).write_text(code, "utf-8")
-    Path(output_path).write_text(json.dumps({"mutants": mutants}), "utf-8")
+    answers: list[dict[str, Any]] = []
+    for module in request["modules"]:
+        try:
+            code, mutants = mutants_of(Path(module["path"]))
+            Path(module["trampolined"]).write_text(code, "utf-8")
+            answers.append({"mutants": mutants})
+        except (OSError, UnicodeDecodeError, ValueError, cst.ParserSyntaxError) as error:
+            answers.append({"error": f"{type(error).__name__}: {error}"[:MAX_CHANGE * 5]})
+    Path(output_path).write_text(json.dumps({"modules": answers}), "utf-8")
     return 0
 
 

@@ -8,7 +8,9 @@ Instead of running the session's tests once, it:
 2. for each mutant of the plan, forks a child with that mutant switched on and runs the tests
    that passed and ran its function (and that the plan allows for it): up to the first failure,
    or all of them when the plan wants to know every test that kills it. A child that outlives ten
-   times its tests' time, plus a margin, is killed: the mutant timed out, which counts as killed;
+   times its tests' time, plus a margin, is killed: the mutant timed out, which counts as killed.
+   A mutant the plan wants judged by the suite first runs the suite's tests (those the plan does
+   not name as candidates) up to the first failure, and its candidates only if none failed;
 3. writes what happened (JSON) where the plan says.
 
 The children are forked after collection, as mutmut's own runner does, so a mutant costs its
@@ -117,13 +119,24 @@ class Mutation:
                    "seconds": round(time.monotonic() - started, 4), "functions": sorted(functions)})
 
     def check(self, mutant: dict[str, Any], baseline: dict[str, Any], deadline: float) -> dict[str, Any]:
+        relevant = [nodeid for nodeid, entry in baseline.items()
+                    if entry["passed"] and mutant["function"] in entry["functions"]]
         allowed = mutant.get("tests")
-        tests = [nodeid for nodeid, entry in baseline.items()
-                 if entry["passed"] and mutant["function"] in entry["functions"]
-                 and (allowed is None or nodeid in allowed)]
+        chosen = [nodeid for nodeid in relevant if allowed is None or nodeid in allowed]
+        every = bool(mutant.get("every_killer"))
+        if not mutant.get("suite_first"):
+            return self.run_mutant(mutant, chosen, every, baseline, deadline)
+        candidates = set(self.plan.get("candidates", []))
+        suite = self.run_mutant(mutant, [nodeid for nodeid in relevant if nodeid not in candidates], False,
+                                baseline, deadline)
+        if suite["status"] in ("killed", "timeout") or not chosen:
+            return {"status": suite["status"], "suite": suite["status"], "killed_by": []}
+        return {**self.run_mutant(mutant, chosen, every, baseline, deadline), "suite": suite["status"]}
+
+    def run_mutant(self, mutant: dict[str, Any], tests: list[str], every: bool, baseline: dict[str, Any],
+                   deadline: float) -> dict[str, Any]:
         if not tests:
             return {"status": "no_tests", "killed_by": []}
-        every = bool(mutant.get("every_killer"))
 
         def run(write: Any) -> None:
             os.environ["MUTANT_UNDER_TEST"] = mutant["id"]
