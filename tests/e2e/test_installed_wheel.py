@@ -118,6 +118,7 @@ def _assert_the_demo_recovered_from_every_injected_failure(stdout: str) -> None:
     assert expected <= set(summary["artifacts"])
     # Pynguin's tests, through the filters: at least one kept, and they add coverage.
     assert 1 <= summary["tests_kept"] <= summary["tests_generated"] and summary["coverage_gained"] > 0
+    assert summary["mutants_killed"] > 0 and summary["mutation_score_gained"] > 0  # each kept test kills one
     assert summary["interruptions"] == 2 and summary["resumes"] == 1
     assert summary["stale_plans_rejected"] == 1
     # Two principals: the one that asked may not approve; the reviewer did.

@@ -47,6 +47,8 @@ CUSTOM_CONTEXT = {
     "generationRunSeconds": "300",
     "generationIterations": "500",
     "generationRuns": "3",
+    "mutationModuleSeconds": "20",
+    "mutationRunSeconds": "120",
     "bedrockModelId": "amazon.nova-micro-v1:0",
     "bedrockMaxTokens": "2048",
     "bedrockTemperature": "0.2",
@@ -188,8 +190,9 @@ def test_the_writer_and_its_model_come_from_context(custom_template: Template) -
     assert effect_variables["AGENTLEDGER_GITHUB_BASE_BRANCH"] == "trunk"
     assert variables["AGENTLEDGER_REVIEW_EMPTY_PLANS"] == "true"
     assert (variables["AGENTLEDGER_GENERATION_MODULE_SECONDS"], variables["AGENTLEDGER_GENERATION_RUN_SECONDS"],
-            variables["AGENTLEDGER_GENERATION_ITERATIONS"], variables["AGENTLEDGER_GENERATION_RUNS"]) == \
-        ("30", "300", "500", "3")
+            variables["AGENTLEDGER_GENERATION_ITERATIONS"], variables["AGENTLEDGER_GENERATION_RUNS"],
+            variables["AGENTLEDGER_MUTATION_MODULE_SECONDS"], variables["AGENTLEDGER_MUTATION_RUN_SECONDS"]) == \
+        ("30", "300", "500", "3", "20", "120")
 
 
 def _bedrock_statements(template: Template) -> dict[str, list[dict]]:

@@ -146,9 +146,12 @@ def _summary(final: dict[str, Any], runtime: LocalRuntime, metrics: dict[str, An
         "status": run["status"],
         "stages": {name: record["status"] for name, record in final["stages"].items()},
         "artifacts": sorted({artifact["name"] for artifact in final["artifacts"]}),
-        # What the writer's tests are worth: kept of generated, and the line coverage they add.
+        # What the writer's tests are worth: kept of generated, the mutants they kill that the suite
+        # did not, and the mutation score and line coverage they add.
         "tests_generated": generation.get("generated", 0),
         "tests_kept": generation.get("kept", 0),
+        "mutants_killed": generation.get("mutants_killed", 0),
+        "mutation_score_gained": generation.get("mutation_score_gained", 0.0),
         "coverage_gained": generation.get("coverage_gained", 0.0),
         "elapsed_s": round(elapsed_s, 2),
         "interruptions": runtime.crashes.interruptions(run_id),
