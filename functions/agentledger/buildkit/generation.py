@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
 COVERAGE_REQUIREMENT = "coverage==7.18.0"
 MUTMUT_REQUIREMENT = "mutmut==3.8.1"
-MUTATION_PLAN_VARIABLE = "AGENTLEDGER_MUTATION_PLAN"  # agentledger_mutation.PLAN_VARIABLE
+MUTATION_PLAN_VARIABLE = "AGENTLEDGER_MUTATION_PLAN"  # agentledger_mutation.PLAN_VARIABLE (a test checks they agree)
 MUTATION_PLUGIN = "agentledger_mutation"
 MUTANTS_SCRIPT = "agentledger_mutants.py"
 

@@ -60,6 +60,17 @@ def test_spin():
 '''
 
 
+def test_the_kit_names_the_plugin_and_its_plan_variable_as_the_plugin_reads_them() -> None:
+    """The plugin runs in the project's interpreter and cannot import the kit: its copy of the name
+    must agree with the kit's."""
+    spec = importlib.util.spec_from_file_location("plugin", SITE / f"{generation.MUTATION_PLUGIN}.py")
+    assert spec is not None and spec.loader is not None
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    assert plugin.PLAN_VARIABLE == generation.MUTATION_PLAN_VARIABLE
+    assert (SITE / generation.MUTANTS_SCRIPT).is_file()
+
+
 def test_mutants_are_named_as_mutmut_switches_them_and_say_their_line_and_change(tmp_path: Path) -> None:
     module = tmp_path / "calc.py"
     module.write_text(CALC)
