@@ -224,16 +224,8 @@ def used_names(tree: ast.Module) -> set[str]:
     used: set[str] = set()
     referenced: list[ast.expr] = []  # resolved once every import is known, wherever it stands
     for node in _nodes(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                top = alias.name.partition(".")[0]
-                # `import pkg.mod` binds `pkg`; `import pkg.mod as m` binds `m` to `pkg.mod`.
-                aliases[alias.asname or top] = alias.name if alias.asname else top
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                if alias.name != "*":
-                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-                    used.add(f"{node.module}.{alias.name}")
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign)):
+            _bind(node, aliases, used)
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Attribute):
                 used.add(f"{CALLED_ATTRIBUTE}{node.func.attr}")  # `anything.method(...)`
@@ -248,6 +240,31 @@ def used_names(tree: ast.Module) -> set[str]:
             if head in aliases:
                 used.add(f"{aliases[head]}.{rest}" if rest else aliases[head])
     return used
+
+
+def _bind(node: ast.Import | ast.ImportFrom | ast.Assign, aliases: dict[str, str], used: set[str]) -> None:
+    """The names an import binds, or an assignment of `importlib.import_module("pkg.mod")` (as
+    generated tests of a dotted module import it), to the dotted names they stand for."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            top = alias.name.partition(".")[0]
+            # `import pkg.mod` binds `pkg`; `import pkg.mod as m` binds `m` to `pkg.mod`.
+            aliases[alias.asname or top] = alias.name if alias.asname else top
+    elif isinstance(node, ast.ImportFrom):
+        if node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    used.add(f"{node.module}.{alias.name}")
+    elif imported := _imported_by_name(node.value):
+        aliases.update((target.id, imported) for target in node.targets if isinstance(target, ast.Name))
+
+
+def _imported_by_name(value: ast.expr) -> str | None:
+    if (isinstance(value, ast.Call) and _dotted(value.func) == "importlib.import_module" and len(value.args) == 1
+            and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str)):
+        return value.args[0].value
+    return None
 
 
 def _nodes(tree: ast.AST) -> Iterator[ast.AST]:

@@ -159,9 +159,9 @@ def run_seed(run_id: str) -> int:
 
 
 def generation_settings(config: TestRunConfig, brief: PlanBrief, limits: GenerationLimits) -> GenerationSettings:
-    """The repository's budgets, within the deployment's caps."""
+    """The repository's budgets, within the deployment's caps, and its seed if it fixes one."""
     return GenerationSettings(
-        seed=run_seed(brief.run_id),
+        seed=run_seed(brief.run_id) if config.generation_seed is None else config.generation_seed,
         module_seconds=min(config.generation_module_seconds or limits.module_seconds, limits.module_seconds),
         run_seconds=min(config.generation_run_seconds or limits.run_seconds, limits.run_seconds),
         mutation_module_seconds=min(config.mutation_module_seconds or limits.mutation_module_seconds,

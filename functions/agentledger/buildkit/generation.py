@@ -257,8 +257,7 @@ def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple
     findings: list[Finding] = []
     for node in tree.body:
         if alias is not None and _is_alias_of(node, alias):
-            # `mod_ = sys.modules["pkg.mod"]` reads as a person writes it, and an inventory sees the import.
-            kept.append(ast.Import(names=[ast.alias(name=target.module, asname=alias)]))
+            kept += module_import(target.module, alias)
             continue
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             node.name = unique_name(test_name_for(node, alias), used)
@@ -272,6 +271,19 @@ def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple
     note = (f'"""Tests agentledger generated with Pynguin for {target.module}, kept because each catches '
             'a change to the code that the suite misses."""\n')
     return TestFile(target.test_path, note + header + "\n", tests), findings
+
+
+def module_import(module: str, alias: str) -> list[ast.stmt]:
+    """Pynguin's `mod_ = sys.modules["pkg.mod"]` as a person writes it, which an inventory sees as
+    an import. `import pkg.mod as mod_` binds the package's attribute `mod`, which is a function
+    when the package re-exports one of that name (python-slugify's `from .slugify import *`):
+    a dotted module is imported by its name."""
+    if "." not in module:
+        return [ast.Import(names=[ast.alias(name=module, asname=alias)])]
+    imported = ast.Call(func=ast.Attribute(value=ast.Name(id="importlib", ctx=ast.Load()), attr="import_module",
+                                           ctx=ast.Load()), args=[ast.Constant(value=module)], keywords=[])
+    return [ast.Import(names=[ast.alias(name="importlib")]),
+            ast.Assign(targets=[ast.Name(id=alias, ctx=ast.Store())], value=imported, lineno=0)]
 
 
 def module_alias(tree: ast.Module, module: str) -> str | None:
@@ -791,7 +803,9 @@ class Generation:
                 "--report-dir", str(output / "report")]
         # Pynguin imports the module with its own interpreter: the project's packages come after its own.
         site_packages = [str(p) for p in self.venv_site_packages()]
-        environment = {**self.workspace.environment, "PYNGUIN_DANGER_AWARE": "1",
+        # Pynguin's seed alone leaves the order of its sets to the hash seed: with both, a seed
+        # writes the same tests on every machine.
+        environment = {**self.workspace.environment, "PYNGUIN_DANGER_AWARE": "1", "PYTHONHASHSEED": str(seed),
                        "PYTHONPATH": str(self.workspace.root / BUILD_SITE_DIR),
                        APPEND_PATH_VARIABLE: os.pathsep.join(site_packages)}
         say(f"pynguin: {target.module} (seed {seed}, {' and '.join(metrics).lower()} coverage, {budget_s} s, "

@@ -38,6 +38,7 @@ MAX_TIMEOUT_S = 8 * 3600
 # Writers a repository may choose for itself; bedrock is the deployment's to turn on.
 RepositoryWriter = Literal["pynguin", "doctest"]
 MAX_GENERATION_SECONDS = 4 * 3600
+MAX_SEED = 2**31 - 1
 
 
 class TestRunConfig(BaseModel):
@@ -68,6 +69,8 @@ class TestRunConfig(BaseModel):
     generation_run_seconds: int | None = None
     mutation_module_seconds: int | None = None  # mutation analysis, per targeted module and per run
     mutation_run_seconds: int | None = None
+    # The test writer's seed (None: one drawn from the run id): the same seed writes the same tests.
+    generation_seed: int | None = None
     random_order: bool = True
     # A plan that writes nothing is reviewed (its suite run and shown) instead of ending the run,
     # as the deployment's reviewEmptyPlans asks for every repository.
@@ -310,6 +313,12 @@ def _seconds(key: str) -> Callable[[str, Any], int]:
     return validate
 
 
+def _seed(label: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SEED:
+        raise _key_error(label, "generation_seed", f"must be an integer in 0..{MAX_SEED}")
+    return value
+
+
 def _boolean(key: str) -> Callable[[str, Any], bool]:
     def validate(label: str, value: Any) -> bool:
         if not isinstance(value, bool):
@@ -342,6 +351,7 @@ _VALIDATORS: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "generation_run_seconds": ("generation_run_seconds", _seconds("generation_run_seconds")),
     "mutation_module_seconds": ("mutation_module_seconds", _seconds("mutation_module_seconds")),
     "mutation_run_seconds": ("mutation_run_seconds", _seconds("mutation_run_seconds")),
+    "generation_seed": ("generation_seed", _seed),
     "random_order": ("random_order", _boolean("random_order")),
     "install_project": ("install_project", _boolean("install_project")),
     "review_empty_plans": ("review_empty_plans", _boolean("review_empty_plans")),
@@ -387,7 +397,7 @@ def _defaults(ecosystem: str, root: Path, pyproject: dict[str, Any] | None,
               "install": [],
               "cache_key_files": [], "writer": None, "generation_module_seconds": None,
               "generation_run_seconds": None, "mutation_module_seconds": None, "mutation_run_seconds": None,
-              "random_order": True}
+              "generation_seed": None, "random_order": True}
     if ecosystem == "python":
         return {**common, **_python_defaults(root, pyproject or {}, explicit_test)}
     if ecosystem == "node":

@@ -64,6 +64,8 @@ def test_any_test_file_convention_counts_as_testing_a_function(tmp_path, test_fi
     ("from pkg.calc import add\n", {"add"}),
     ("import pkg.calc as c\n\nc.add(1, 2)\n", {"add"}),
     ("import pkg.calc\n\npkg.calc.add(1, 2)\n", {"add"}),
+    ("import importlib\n\nc = importlib.import_module('pkg.calc')\nc.add(1, 2)\n", {"add"}),  # as generated
+    ("import importlib\n\nc = importlib.import_module('pkg.other')\nc.add(1, 2)\n", set()),
     ("from pkg import calc\n\ncalc.Box().size()\n", {"Box", "Box.size"}),
     ("from pkg import add\n", {"add"}),  # re-exported by the package
     ("from pkg.calc import Box\n", {"Box"}),  # the class is used, its method never called

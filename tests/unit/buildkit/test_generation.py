@@ -3,7 +3,11 @@ candidate is kept only if it builds, passes every one of five runs alone and fiv
 and covers a line or branch nothing before it covers; Pynguin's xfail tests become findings."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from agentledger.buildkit.generation import (
     RUNS,
@@ -33,7 +37,8 @@ TARGET = Target(module="shapes.rect", path="shapes/rect.py", test_path="tests/te
 def test_pynguin_tests_are_named_after_what_they_call_and_its_xfail_tests_become_findings() -> None:
     test_file, findings = pynguin_candidates(PYNGUIN_OUTPUT, TARGET, {})
     assert [name for name, _ in test_file.tests] == ["test_rect_area", "test_classify_2", "test_classify_3"]
-    assert "import shapes.rect as rect_" in test_file.header and "sys.modules" not in test_file.header
+    assert "rect_ = importlib.import_module('shapes.rect')" in test_file.header
+    assert "sys.modules" not in test_file.header
     [finding] = findings
     assert (finding.module, finding.test) == ("shapes.rect", "test_classify")
     assert "xfail" not in finding.source and "rect_.classify(n=None)" in finding.source
@@ -45,7 +50,7 @@ def test_a_written_module_imports_only_what_its_tests_use() -> None:
     written = join_test_file(test_file.header, [source for _, source in test_file.tests])
 
     imports = [line for line in written.splitlines() if line.startswith(("import", "from"))]
-    assert imports == ["import shapes.rect as rect_"]  # not pytest (no test uses it), not sys, not shapes
+    assert imports == ["import importlib"]  # not pytest (no test uses it), not sys, not shapes
     raising = "def test_none():\n    with pytest.raises(TypeError):\n        rect_.classify(n=None)"
     assert "import pytest" in join_test_file(test_file.header, [raising])
 
@@ -59,6 +64,26 @@ def test_an_import_a_fixture_or_the_rest_of_the_header_names_is_kept() -> None:
     assert written.startswith("from __future__ import annotations\nfrom calc import add\nfrom .fixtures import sample\n"
                               "import textwrap\n")
     assert "import os" not in written
+
+
+@pytest.mark.parametrize("module", ["slugify", "slugify.slugify"])
+def test_the_written_header_binds_the_module_under_test_even_where_its_package_shadows_it(
+        tmp_path: Path, module: str) -> None:
+    # python-slugify's layout: the package re-exports a function named like its module, so
+    # `import slugify.slugify as slugify_` would bind the function.
+    (tmp_path / "slugify").mkdir()
+    (tmp_path / "slugify" / "__init__.py").write_text("from .slugify import *\n")
+    (tmp_path / "slugify" / "slugify.py").write_text("__all__ = ['slugify']\n\ndef slugify(text):\n    return text\n")
+    alias = module.rpartition(".")[2] + "_"
+    output = PYNGUIN_OUTPUT.replace("shapes.rect", module).replace("rect_", alias)
+    target = Target(module=module, path=module.replace(".", "/") + ".py", test_path="tests/test_g.py", names=[])
+    test_file, _ = pynguin_candidates(output, target, {})
+
+    probe = f"def test_probe():\n    print(isinstance({alias}, types.ModuleType), {alias}.__name__)"
+    written = join_test_file(test_file.header + "import types\n", [probe]) + "test_probe()\n"
+    shown = subprocess.run([sys.executable, "-c", written], cwd=tmp_path, capture_output=True, text=True,
+                           check=True, env={})
+    assert shown.stdout.split() == ["True", module]
 
 
 def test_names_stay_unique_across_two_searches_of_one_module() -> None:

@@ -238,7 +238,8 @@ def test_an_unknown_key_is_named_with_the_accepted_ones(tmp_path: Path) -> None:
     repository(tmp_path, {"pyproject.toml": "[tool.agentledger]\ntests = 'pytest'\n"})
     assert refusal(tmp_path) == (
         "pyproject.toml [tool.agentledger]: unknown key 'tests'; "
-        "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_run_seconds, image, install, "
+        "accepted keys: compute, ecosystem, env, generation_module_seconds, generation_run_seconds, generation_seed, "
+        "image, install, "
         "install_project, "
         "jacoco, junit, mutation_module_seconds, mutation_run_seconds, random_order, review_empty_plans, test, "
         "timeout, writer")
@@ -253,6 +254,20 @@ def test_a_repository_may_lower_the_time_mutation_analysis_takes_and_the_deploym
     assert (settings.mutation_module_seconds, settings.mutation_run_seconds) == (15, 300)
     explicit(tmp_path, 'test = "pytest"\nmutation_run_seconds = 0\n')
     assert "mutation_run_seconds" in refusal(tmp_path)
+
+
+def test_a_repository_may_fix_the_writers_seed_so_that_a_run_is_repeated_exactly(tmp_path: Path) -> None:
+    explicit(tmp_path, 'test = "pytest"\ngeneration_seed = 7\n')
+    seeds = {generation_settings(load_config(tmp_path), type("Brief", (), {"run_id": run_id})(), GenerationLimits()).seed
+             for run_id in ("run-1", "run-2")}
+    assert seeds == {7}
+    explicit(tmp_path, 'test = "pytest"\n')
+    drawn = {generation_settings(load_config(tmp_path), type("Brief", (), {"run_id": run_id})(), GenerationLimits()).seed
+             for run_id in ("run-1", "run-2")}
+    assert len(drawn) == 2  # by default each run draws its own
+    for wrong in ("-1", "2147483648", "true", "'7'"):
+        explicit(tmp_path, f'test = "pytest"\ngeneration_seed = {wrong}\n')
+        assert refusal(tmp_path) == "agentledger.toml, key `generation_seed`: must be an integer in 0..2147483647"
 
 
 def test_invalid_toml_names_the_file_and_the_parser_message(tmp_path: Path) -> None:
