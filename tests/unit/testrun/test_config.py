@@ -257,14 +257,14 @@ def test_a_repository_may_lower_the_time_mutation_analysis_takes_and_the_deploym
 
 
 def test_a_repository_may_fix_the_writers_seed_so_that_a_run_is_repeated_exactly(tmp_path: Path) -> None:
+    def seeds() -> set[int]:
+        briefs = [type("Brief", (), {"run_id": run_id})() for run_id in ("run-1", "run-2")]
+        return {generation_settings(load_config(tmp_path), brief, GenerationLimits()).seed for brief in briefs}
+
     explicit(tmp_path, 'test = "pytest"\ngeneration_seed = 7\n')
-    seeds = {generation_settings(load_config(tmp_path), type("Brief", (), {"run_id": run_id})(), GenerationLimits()).seed
-             for run_id in ("run-1", "run-2")}
-    assert seeds == {7}
+    assert seeds() == {7}
     explicit(tmp_path, 'test = "pytest"\n')
-    drawn = {generation_settings(load_config(tmp_path), type("Brief", (), {"run_id": run_id})(), GenerationLimits()).seed
-             for run_id in ("run-1", "run-2")}
-    assert len(drawn) == 2  # by default each run draws its own
+    assert len(seeds()) == 2  # by default each run draws its own
     for wrong in ("-1", "2147483648", "true", "'7'"):
         explicit(tmp_path, f'test = "pytest"\ngeneration_seed = {wrong}\n')
         assert refusal(tmp_path) == "agentledger.toml, key `generation_seed`: must be an integer in 0..2147483647"
