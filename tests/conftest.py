@@ -23,7 +23,7 @@ pytest_plugins = ("tests.integration.local_stack",)
 LONGEST_FIRST = ("e2e/test_installed_wheel.py",  # 203 s
                  "e2e/test_local_api.py",  # 165 s
                  "e2e/test_hostile_repository.py",  # 123 s
-                 "e2e/test_generation.py",  # 98 s
+                 "e2e/test_generation.py",  # 158 s and 97 s, a test to a worker
                  "e2e/test_console.py",  # 96 s
                  "e2e/test_concurrent_runs.py",  # 86 s
                  "e2e/test_side_by_side_serves.py",  # 51 s
@@ -41,7 +41,8 @@ LONGEST_FIRST = ("e2e/test_installed_wheel.py",  # 203 s
 # Modules whose tests share nothing but the worker's one local stack (the session's `runtime`): xdist
 # may hand their tests to different workers one by one. Whole, the effects module alone (five
 # minutes) was longer than a quarter of the suite.
-SHARING_NOTHING_BUT_THE_WORKERS_STACK = ("reliability/", "integration/test_build_sandbox.py")
+SHARING_NOTHING_BUT_THE_WORKERS_STACK = ("reliability/", "integration/test_build_sandbox.py",
+                                         "e2e/test_generation.py")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from .fingerprints import sha256_bytes
 from .limits import MAX_UPLOAD_BYTES
@@ -184,6 +184,46 @@ class RunOverview(BaseModel):
     source: str = ""
 
 
+# A generation build's steps (agentledger.buildkit.generation.STEPS), as a person reads them.
+BUILD_STEP_WORDS = {
+    "mutation_before": "the suite meets the mutants", "write": "writing", "build": "filter: builds",
+    "pass_alone": "filter: passes alone", "pass_with_suite": "filter: passes with the suite",
+    "coverage": "filter: adds coverage", "mutation": "filter: kills a mutant the suite misses",
+    "after": "measuring the kept tests", "findings": "reading the findings",
+}
+
+
+class BuildProgress(BaseModel):
+    """Where a running generation build is, as the build last reported it. The build runs the
+    repository's code, which could write this too: it is bounded here and shown as the build's word,
+    never acted on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: str = Field(pattern=r"^[a-z_]{1,32}$", description="the build's step: a writer, or a filter")
+    writer: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    module: str | None = Field(default=None, pattern=r"^[A-Za-z_$][A-Za-z0-9_.$]{0,199}$",
+                               description="the module being written, while the writer writes")
+    round: int = Field(ge=1, le=100)
+    modules: int = Field(ge=0, le=100_000, description="the modules the plan targets")
+    written: int = Field(ge=0, le=1_000_000, description="candidate tests written so far")
+    dropped: int = Field(ge=0, le=1_000_000, description="candidates a filter dropped so far")
+    elapsed_s: int = Field(ge=0, le=1_000_000)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def description(self) -> str:
+        """`pynguin writing pricing (round 2) · 13 written, 2 dropped so far`: what the CLI and the
+        console show."""
+        step = BUILD_STEP_WORDS.get(self.step, self.step)
+        what = f"{self.writer} {step}" if self.step == "write" else step
+        if self.module:
+            what += f" {self.module}"
+        if self.round > 1:
+            what += f" (round {self.round})"
+        return f"{what} · {self.written} written, {self.dropped} dropped so far"
+
+
 class RunView(Ledger):
     """The whole ledger of a run, as GET /runs/{run_id} shows it."""
 
@@ -194,6 +234,8 @@ class RunView(Ledger):
     handoff: HandoffView | None = Field(description="set while the run needs a person")
     summary: RunOverview
     artifact_location: str
+    progress: BuildProgress | None = Field(default=None,
+                                           description="a running generation build's latest step, as it reported it")
 
 
 class ReviewOutcome(BaseModel):

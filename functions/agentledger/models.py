@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .buildkit.layout import PROGRESS_FILE
 from .states import (
     WORK_STAGES,
     BuildStatus,
@@ -165,6 +166,11 @@ class TestRun(Record):
     # Why the build service says the build failed (its failed phase and the reason), once it ended.
     failure: str | None = Field(default=None, max_length=MAX_BUILD_FAILURE_CHARS)
     report: dict[str, Any] | None = None  # command.json once the results were read: outcome, reason, counts
+
+    @property
+    def progress_key(self) -> str:
+        """Where a generation build posts its progress while it runs: beside its output."""
+        return f"{self.output_key.rpartition('/')[0]}/{PROGRESS_FILE}"
 
     def marker(self, run_id: str) -> str:
         """What the build carries as AGENTLEDGER_TEST_RUN, to be found again: "<run id>/<digest>#<attempt>"

@@ -6,12 +6,15 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from agentledger.records import new_decision
 from agentledger.source import UPLOAD_KEY, SourceSnapshot, upload_key, upload_owner, uploaded_by
 
 from . import metric_names
 from .api_contract import (
     SOURCE_KINDS,
+    BuildProgress,
     CancelOutcome,
     CreateRunRequest,
     ResumeOutcome,
@@ -24,6 +27,7 @@ from .api_contract import (
     UploadRequest,
     run_id_for,
 )
+from .buildkit.layout import PROGRESS_LIMIT_BYTES
 from .errors import (
     ConcurrentModificationError,
     RepositoryNotAllowedError,
@@ -38,7 +42,7 @@ from .evidence import stage_evidence
 from .fingerprints import digest
 from .freshness import Entrance, EntryContext, invalidate, review_still_holds
 from .models import Ledger, Run, RunState, RunStatus, Stage, StageStatus, utc_now
-from .states import DecisionKind, EvidenceState, Verdict
+from .states import BuildStatus, DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
 from .workflow.reviews import review_output
 from .workflow.writing import (
@@ -184,7 +188,24 @@ class RunService:
         document["handoff"] = _handoff_view(ledger)
         document["summary"] = self._summary_view(ledger)
         document["artifact_location"] = self.artifacts.location(run_id)
+        document["progress"] = self._build_progress(ledger)
         return RunView.model_validate(document).model_dump(mode="json")
+
+    def _build_progress(self, ledger: Ledger) -> BuildProgress | None:
+        """The running execute stage's build's latest report of where it is, if it made one that
+        reads as one (anything else is not shown: the build runs the repository's code)."""
+        record = ledger.stages.get(Stage.EXECUTE.value)
+        test_run = ledger.latest_test_run(Stage.EXECUTE)
+        if (ledger.run.status != RunStatus.RUNNING or record is None or record.status != StageStatus.RUNNING
+                or test_run is None or test_run.status != BuildStatus.IN_PROGRESS or test_run.build_id is None):
+            return None
+        data = self.artifacts.read(test_run.progress_key)
+        if data is None or len(data) > PROGRESS_LIMIT_BYTES:
+            return None
+        try:
+            return BuildProgress.model_validate_json(data)
+        except ValidationError:
+            return None
 
     def _summary_view(self, ledger: Ledger) -> dict[str, Any]:
         """What a person reads first: the request, the plan in a few lines, the files the run

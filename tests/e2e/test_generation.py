@@ -1,8 +1,9 @@
 """Pynguin through `agentledger serve`, as a user runs it: a module of branchy business logic with no
-tests gets generated tests that pass the filters and each kill a mutant, the review leads with the
-mutation score, they go into the project's tests folder, and the project, with them in, still
-installs: on a flat layout whose pyproject.toml has only [project], and on a src layout. The kept
-tests catch most of a set of bugs made by hand, checked outside the product's own figures."""
+tests, followed step by step as its build reports them, gets generated tests that pass the filters
+and each kill a mutant; the review leads with the mutation score; they go into the project's tests
+folder, and the project, with them in, still installs: on a flat layout whose pyproject.toml has only
+[project], and on a src layout. The kept tests catch most of a set of bugs made by hand, checked
+outside the product's own figures."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .conftest import REVIEWER, CliResult
+from .conftest import REVIEWER, CliResult, run_cli
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -101,11 +102,17 @@ def _src(root: Path) -> Path:
 @pytest.mark.parametrize(("layout", "make", "module_path"), [
     ("flat", _flat, "pricing/__init__.py"), ("src", _src, "src/pricing/__init__.py")])
 def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_them(
-        cli: Callable[..., CliResult], tmp_path: Path, layout: str, make: Callable[[Path], Path],
+        cli: Callable[..., CliResult], api_url: str, tmp_path: Path, layout: str, make: Callable[[Path], Path],
         module_path: str) -> None:
     repository = make(tmp_path / layout)
-    waiting = cli("run", str(repository), "--wait", "--request", "write tests for pricing").json()
-    assert waiting["run"]["status"] == "awaiting_review", waiting.get("handoff")
+    # As a person runs it: followed, with a line for each step the build reports while it writes.
+    followed = run_cli("run", str(repository), "--request", "write tests for pricing", "--api", api_url)
+    run_id = followed.stdout.split()[1]  # "following RUN (Ctrl-C stops following, not the run)"
+    assert "execute: pynguin writing pricing · 0 written, 0 dropped so far" in followed.stdout, followed.stdout
+    assert "execute: filter: kills a mutant the suite misses" in followed.stdout, followed.stdout
+    waiting = cli("show", run_id).json()
+    assert waiting["run"]["status"] == "awaiting_review", (waiting.get("handoff"), followed.stdout)
+    assert waiting["progress"] is None  # the build has ended
     generation = waiting["summary"]["generation"]
     assert generation["writer"] == "pynguin"
     assert 1 <= generation["kept"] <= generation["generated"]
@@ -122,7 +129,6 @@ def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_the
 
     # The reviewer reads the value first: the mutation score, what the kept tests kill and what
     # survives, kept of generated, then coverage, then findings, then the diff.
-    run_id = waiting["run"]["run_id"]
     review = cli("review", run_id).stdout
     assert (review.index("mutation score") < review.index(" kills ") < review.index(" kept of ")
             < review.index("covers ") < review.index("Diff"))

@@ -416,3 +416,41 @@ def test_the_summary_says_whether_the_runs_source_can_go_stale() -> None:
                             "tests": {"written": 0, "outcome": None, "passed": None, "failed": None,
                                       "errors": None, "skipped": None}})
     assert lines[2] == "  source   an uploaded snapshot"
+
+
+def test_following_a_run_prints_a_line_for_each_step_its_build_reports_and_the_live_line_shows_it(
+        monkeypatch, capsys) -> None:
+    from agentledger.cli import follow  # noqa: PLC0415
+
+    settled = load("run_awaiting_review.json")
+    running = json.loads(json.dumps(settled))
+    running["run"]["status"] = "running"
+    running["stages"]["execute"]["status"] = "running"
+
+    def at(description: str | None) -> dict[str, Any]:
+        return {**running, "progress": None if description is None else {"description": description}}
+
+    documents = iter([at(None), at("pynguin writing pricing · 0 written, 0 dropped so far"),
+                      at("pynguin writing pricing · 0 written, 0 dropped so far"),
+                      at("filter: builds · 13 written, 0 dropped so far"), settled])
+    client = type("Client", (), {"get": lambda self, path: next(documents)})()
+    monkeypatch.setattr(follow.time, "sleep", lambda seconds: None)
+
+    follow.follow_run(client, "run-1", timeout_s=60, show_progress=True)
+
+    steps = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("execute:")]
+    assert steps == ["execute: pynguin writing pricing · 0 written, 0 dropped so far",
+                     "execute: filter: builds · 13 written, 0 dropped so far"]
+    from datetime import datetime  # noqa: PLC0415
+    execute = {"stage": "execute", "status": "running", "started_at": "2026-12-03T10:00:05+00:00"}
+    live = render.elapsed_line({"execute": execute}, datetime(2026, 12, 3, 10, 0, 47, tzinfo=UTC),
+                               {"description": "filter: builds · 13 written"})
+    assert live == "  … execute running for 42s · filter: builds · 13 written"
+
+
+def test_show_says_where_the_running_execute_build_is_under_its_stage() -> None:
+    document = load("run_awaiting_review.json")
+    document["progress"] = {"description": "filter: adds coverage · 13 written, 5 dropped so far"}
+    stages = section(render.run_timeline(document), "Stages")
+    assert stages.splitlines()[stages.splitlines().index(line_with(stages, " execute ")) + 1] == \
+        "      now: filter: adds coverage · 13 written, 5 dropped so far"

@@ -3,6 +3,7 @@
 a requester approving its own run), who made each write, and what a person sees (view, list)."""
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING
 
@@ -237,3 +238,38 @@ def test_a_run_starts_only_on_the_callers_own_upload(world: World) -> None:
     old_form = f"s3://{world.artifacts.bucket}/repositories/{'ab' * 32}.tar.gz"
     with pytest.raises(RepositoryRejectedError, match="from before uploads were per principal"):
         world.service.create(CreateRunRequest(repository=old_form, request="write tests"), "k2", REQUESTER)
+
+
+def _progress(**changed: object) -> bytes:
+    document = {"step": "write", "writer": "pynguin", "module": "textkit.slug", "round": 1, "modules": 2,
+                "written": 3, "dropped": 1, "elapsed_s": 12, **changed}
+    return json.dumps(document).encode()
+
+
+def test_while_the_execute_build_runs_the_view_shows_where_it_said_it_is_and_nothing_it_could_not_mean(
+        world: World) -> None:
+    world.builds.polls_before_done = 3
+    run_id, execution = world.create()
+    world.run(run_id, execution, Stage.INSPECT, Stage.PLAN)
+    assert not world.workflow.run_stage(Stage.EXECUTE, run_id, execution)["done"]  # the build runs
+    assert world.service.view(run_id)["progress"] is None  # it has said nothing yet
+    [generation] = world.builds.generations
+    progress_key = generation.output_grant["progress"]["fields"]["key"]
+    assert progress_key.rpartition("/")[0] == generation.output_grant["fields"]["key"].rpartition("/")[0]
+
+    world.artifacts.objects[progress_key] = _progress()
+    shown = world.service.view(run_id)["progress"]
+    assert shown["description"] == "pynguin writing textkit.slug · 3 written, 1 dropped so far"
+    world.artifacts.objects[progress_key] = _progress(step="mutation", module=None, round=2)
+    assert world.service.view(run_id)["progress"]["description"] == (
+        "filter: kills a mutant the suite misses (round 2) · 3 written, 1 dropped so far")
+
+    # The build runs the repository's code, which may write there too: what is not progress is not shown.
+    for hostile in (_progress(module="x\x1b]0;owned\x07"), _progress(written=-1), b"{" + b" " * 5000 + b"}",
+                    b"not json", _progress(step="rm -rf /")):
+        world.artifacts.objects[progress_key] = hostile
+        assert world.service.view(run_id)["progress"] is None, hostile
+
+    world.artifacts.objects[progress_key] = _progress()
+    world.stage(Stage.EXECUTE, run_id, execution)  # the build ends
+    assert world.service.view(run_id)["progress"] is None

@@ -38,7 +38,7 @@ from .layout import (
 )
 from .processes import DriverError, Outcome, become_subreaper, describe, give_tree, say, seconds_since
 from .results import collect_reports, make_private, write_output_tail, write_result
-from .upload import upload_results
+from .upload import ProgressPoster, upload_results
 from .workspace import (
     FAILURE_RECORD,
     INSTALL_RESULT_FILE,
@@ -108,7 +108,8 @@ def run_generation(workspace: Workspace, venv: Path | None) -> Outcome:
     writer = JavaGeneration if request.language == "java" else generation.Generation
     started = time.monotonic()
     with workspace.user.acting():
-        result = writer(workspace, venv, generation.Tools(generation.tools_root()), request).run()
+        result = writer(workspace, venv, generation.Tools(generation.tools_root()), request,
+                        ProgressPoster.from_environment()).run()
     (workspace.results / GENERATION_RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     say("generation: " + ", ".join(f"{name} {count}" for name, count in result["funnel"].items()))
     return Outcome(exit_code=0, duration_s=seconds_since(started), timed_out=False)

@@ -71,6 +71,8 @@ COLLECTED_VARIABLE = "AGENTLEDGER_COLLECTED"
 PYTEST_PLUGIN = "agentledger_pytest"
 RUNS = 5  # a candidate passes this many runs in a row, alone and with the suite, unless the request says
 FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage", "mutation")
+# A generation build's steps, in order, as its timings and its progress name them.
+STEPS = ("mutation_before", "write", *FILTERS, "after", "findings")
 MAX_CANDIDATE_SOURCE = 20_000  # characters of one candidate's source that are reported
 MAX_CANDIDATE_FILE_BYTES = 1 << 20
 MAX_CANDIDATES = 400
@@ -615,9 +617,11 @@ TEST_OMIT = ["*/tests/*", "*/test/*", "*/test_*.py", "*/*_test.py", "*/conftest.
 class Generation:
     filters: tuple[str, ...] = FILTERS
 
-    def __init__(self, workspace: Workspace, venv: Path | None, tools: Tools, request: Request) -> None:
+    def __init__(self, workspace: Workspace, venv: Path | None, tools: Tools, request: Request,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.workspace = workspace
         self.request = request
+        self.progress = progress  # told of each step as it starts (upload.ProgressPoster in a build)
         self.tools = tools
         self.runner = Runner(workspace, venv, tools, request.seed)
         self.candidates: list[Candidate] = []
@@ -694,11 +698,22 @@ class Generation:
                 mutant.killed_by = None
 
     def timed(self, name: str, step: Callable[[], Any]) -> Any:
+        self.report_progress(name)
         started = time.monotonic()
         try:
             return step()
         finally:
             self.timings[name] = round(self.timings.get(name, 0.0) + time.monotonic() - started, 3)
+
+    def report_progress(self, step: str, module: str | None = None, round_number: int = 1) -> None:
+        """Where the build is, for a person watching the run: the step, the module being written,
+        the counts so far."""
+        if self.progress is None:
+            return
+        dropped = sum(1 for candidate in self.candidates if candidate.dropped_by is not None)
+        self.progress({"step": step, "writer": self.request.writer, "module": module, "round": round_number,
+                       "modules": len(self.request.targets), "written": len(self.candidates), "dropped": dropped,
+                       "elapsed_s": int(time.monotonic() - self.started)})
 
     # -- writing --------------------------------------------------------------------------------
     def write_candidates(self) -> None:
@@ -743,6 +758,7 @@ class Generation:
                 continue
             if round_number > 1:
                 say(f"pynguin: round {round_number} for {target.module}: mutants no kept test kills are left")
+            self.report_progress("write", target.module, round_number)
             self.search_module(target, min(self.request.module_seconds, left),
                                self.request.seed + ROUND_SEED_STEP * (round_number - 1))
 

@@ -31,6 +31,8 @@ from . import generation
 from .processes import say
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .workspace import Workspace
 
 # Where JaCoCo's agent writes by default (the jacoco-maven-plugin's destFile), appending.
@@ -134,8 +136,8 @@ class JavaGeneration(generation.Generation):
     filters = generation.FILTERS[:-1]
 
     def __init__(self, workspace: Workspace, venv: Path | None, tools: generation.Tools,
-                 request: generation.Request) -> None:
-        super().__init__(workspace, venv, tools, request)
+                 request: generation.Request, progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        super().__init__(workspace, venv, tools, request, progress)
         self.maven = MavenRuns(workspace)
         self.aside = self.runner.work / "aside"  # candidate files out of the tree, for a run without them
         self.qualified: dict[str, str] = {}  # candidate key -> its class's fully qualified name

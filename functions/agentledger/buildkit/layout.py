@@ -60,6 +60,13 @@ CODE_UID_VARIABLE = "AGENTLEDGER_CODE_UID"
 # Set by the kit for the test command: where to write JUnit XML that it should collect.
 RESULTS_VARIABLE = "AGENTLEDGER_RESULTS"
 
+# The output grant's second grant (under this key of its JSON), for the build's progress: a small
+# JSON document the kit overwrites at each step of a generation build (the step, the module, the
+# counts so far), read while the stage waits. Beside the output, at PROGRESS_FILE.
+PROGRESS_GRANT_KEY = "progress"
+PROGRESS_FILE = "progress.json"
+PROGRESS_LIMIT_BYTES = 4096
+
 OUTPUT_LIMIT_BYTES = 1 << 20  # the tail of install + test output that is kept
 OUTPUT_ARCHIVE_LIMIT_BYTES = 32 << 20  # the most the output grant accepts
 

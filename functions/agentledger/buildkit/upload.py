@@ -10,7 +10,14 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from .layout import OUTPUT_ARCHIVE_LIMIT_BYTES, OUTPUT_GRANT_VARIABLE, RESULTS_DIR
+from .layout import (
+    OUTPUT_ARCHIVE_LIMIT_BYTES,
+    OUTPUT_GRANT_VARIABLE,
+    PROGRESS_FILE,
+    PROGRESS_GRANT_KEY,
+    PROGRESS_LIMIT_BYTES,
+    RESULTS_DIR,
+)
 from .processes import DriverError, say
 
 if TYPE_CHECKING:
@@ -20,6 +27,7 @@ UPLOAD_TIMEOUT_S = 60
 UPLOAD_ATTEMPTS = 3
 UPLOAD_BACKOFF_S = 1.0
 ERROR_BODY_BYTES = 300
+PROGRESS_TIMEOUT_S = 5  # a progress post that hangs must not hold the build up
 
 
 def upload_results(results: Path, archive: Path) -> None:
@@ -33,6 +41,39 @@ def upload_results(results: Path, archive: Path) -> None:
     body = multipart_body(grant["fields"], archive.read_bytes(), boundary)
     status = post_with_retries(grant["url"], body, boundary)
     say(f"uploaded (HTTP {status})")
+
+
+class ProgressPoster:
+    """Posts the build's progress to the progress grant, when the orchestrator gave one. Progress is
+    for a person watching: a post that fails is said once and never stops the build."""
+
+    def __init__(self, grant: dict[str, Any] | None) -> None:
+        self.grant = grant
+        self.failed = False
+
+    @classmethod
+    def from_environment(cls) -> ProgressPoster:
+        try:
+            grant = load_grant().get(PROGRESS_GRANT_KEY)
+        except DriverError:
+            return cls(None)
+        usable = isinstance(grant, dict) and isinstance(grant.get("url"), str) and isinstance(grant.get("fields"), dict)
+        return cls(grant if usable else None)
+
+    def __call__(self, document: dict[str, Any]) -> None:
+        if self.grant is None:
+            return
+        data = json.dumps(document, separators=(",", ":")).encode()
+        if len(data) > PROGRESS_LIMIT_BYTES:
+            return  # the kit bounds what it reports; a document past the grant's limit is a bug, not news
+        boundary = secrets.token_hex(16)
+        body = multipart_body(self.grant["fields"], data, boundary, PROGRESS_FILE, "application/json")
+        try:
+            post(self.grant["url"], body, boundary, PROGRESS_TIMEOUT_S)
+        except DriverError as error:
+            if not self.failed:
+                say(f"the build's progress could not be posted ({error}); the build goes on")
+            self.failed = True
 
 
 def load_grant() -> dict[str, Any]:
@@ -62,14 +103,15 @@ def only_files_and_directories(member: tarfile.TarInfo) -> tarfile.TarInfo | Non
     return member if member.isfile() or member.isdir() else None
 
 
-def multipart_body(fields: dict[str, Any], content: bytes, boundary: str) -> bytes:
+def multipart_body(fields: dict[str, Any], content: bytes, boundary: str, filename: str = "output.tar.gz",
+                   media_type: str = "application/gzip") -> bytes:
     """The presigned POST's fields in their order, then the file: S3 ignores fields after it."""
     parts = []
     for name, value in fields.items():
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
                      f"{value}\r\n".encode())
     parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
-                 f'filename="output.tar.gz"\r\nContent-Type: application/gzip\r\n\r\n'.encode())
+                 f'filename="{filename}"\r\nContent-Type: {media_type}\r\n\r\n'.encode())
     parts.append(content)
     parts.append(f"\r\n--{boundary}--\r\n".encode())
     return b"".join(parts)
@@ -90,12 +132,12 @@ class TransientUploadError(DriverError):
     pass
 
 
-def post(url: str, body: bytes, boundary: str) -> int:
+def post(url: str, body: bytes, boundary: str, timeout_s: float = UPLOAD_TIMEOUT_S) -> int:
     request = urllib.request.Request(
         url, data=body, method="POST",
         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     try:
-        with urllib.request.urlopen(request, timeout=UPLOAD_TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return response.status
     except urllib.error.HTTPError as error:
         answer = error.read()[:ERROR_BODY_BYTES].decode("utf-8", "replace")

@@ -190,6 +190,16 @@ class Builds:
                                        f"({len(archive)} bytes of input)")
         return run, test_run
 
+    def _output_grant(self, test_run: TestRun, timeout_minutes: int) -> dict[str, Any]:
+        """The grant for the build's results, and within it one for the progress a generation
+        build reports while it runs."""
+        expires_s = output_grant_seconds(timeout_minutes)
+        grant = self.artifacts.upload_grant(test_run.output_key, layout.OUTPUT_ARCHIVE_LIMIT_BYTES, expires_s)
+        if test_run.stage == Stage.EXECUTE:
+            grant[layout.PROGRESS_GRANT_KEY] = self.artifacts.upload_grant(
+                test_run.progress_key, layout.PROGRESS_LIMIT_BYTES, expires_s)
+        return grant
+
     def _start(self, run: Run, execution: str, test_run: TestRun, inputs: BuildInputs,
                look_for_earlier: bool) -> tuple[Run, TestRun]:
         builds = self._require_builds()
@@ -199,8 +209,7 @@ class Builds:
             build_id = builds.start(BuildRequest(
                 test_run=marker,
                 input_url=self.artifacts.download_url(test_run.input.key, INPUT_LINK_SECONDS),
-                output_grant=self.artifacts.upload_grant(test_run.output_key, layout.OUTPUT_ARCHIVE_LIMIT_BYTES,
-                                                         output_grant_seconds(inputs.timeout_minutes)),
+                output_grant=self._output_grant(test_run, inputs.timeout_minutes),
                 cache_key=inputs.cache_key,
                 image=inputs.config.image,
                 compute=inputs.config.compute,

@@ -56,6 +56,7 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
     deadline = time.monotonic() + timeout_s
     live = show_progress and sys.stdout.isatty()  # a rewritten line only where a person watches
     interval = POLL_INTERVAL_S
+    last_step = None
     while True:
         document = client.get(run_path(run_id))
         changed = False
@@ -66,13 +67,19 @@ def follow_run(client: ApiClient, run_id: str, *, timeout_s: float, show_progres
                 if show_progress:
                     line = render.stage_progress_line(render.printable_document(document["stages"][name]))
                     print(f"{CLEAR_LINE if live else ''}{line}", flush=True)
+        progress = document.get("progress")
+        step = render.build_progress_line(progress) if progress else None
+        if step is not None and step != last_step:
+            last_step, changed = step, True
+            if show_progress:  # a line per step, in a log as on a terminal
+                print(f"{CLEAR_LINE if live else ''}    {step}", flush=True)
         status = document["run"]["status"]
         if status in SETTLED and not _decided_but_not_yet_moved_on(document):
             if live:
                 print(CLEAR_LINE, end="", flush=True)
             return document
         stages = render.printable_document(document["stages"])
-        elapsed = render.elapsed_line(stages, datetime.now(UTC)) if live else None
+        elapsed = render.elapsed_line(stages, datetime.now(UTC), progress) if live else None
         if elapsed:
             print(f"{CLEAR_LINE}{elapsed}", end="", flush=True)
         if time.monotonic() >= deadline:

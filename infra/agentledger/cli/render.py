@@ -122,8 +122,14 @@ def stage_progress_line(record: Mapping[str, Any]) -> str:
     return line
 
 
-def elapsed_line(stages: Mapping[str, Mapping[str, Any]], now: datetime) -> str | None:
-    """The live line while a stage runs: which one, and for how long so far."""
+def build_progress_line(progress: Mapping[str, Any]) -> str:
+    """`execute: pynguin writing pricing (round 2) · 13 written, 2 dropped so far`."""
+    return f"execute: {progress['description']}"
+
+
+def elapsed_line(stages: Mapping[str, Mapping[str, Any]], now: datetime,
+                 progress: Mapping[str, Any] | None = None) -> str | None:
+    """The live line while a stage runs: which one, for how long so far, and where its build is."""
     running = [record for record in stages.values() if record["status"] == "running" and record.get("started_at")]
     if not running:
         return None
@@ -132,7 +138,8 @@ def elapsed_line(stages: Mapping[str, Mapping[str, Any]], now: datetime) -> str 
     assert started is not None
     seconds = max(0, int((now - started).total_seconds()))
     shown = f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"  … {record['stage']} running for {shown}"
+    where = f" · {build_progress_line(progress).removeprefix('execute: ')}" if progress else ""
+    return f"  … {record['stage']} running for {shown}{where}"
 
 
 def outcome(document: Mapping[str, Any]) -> str:  # noqa: PLR0911 — one message per status
@@ -256,7 +263,8 @@ def run_timeline(document: Mapping[str, Any]) -> str:
         summary(document.get("summary")),
         _handoff(document.get("handoff")),
         _header(document),
-        _stages(document.get("stages") or {}, (document.get("run") or {}).get("outcome") == "nothing_to_do"),
+        _stages(document.get("stages") or {}, (document.get("run") or {}).get("outcome") == "nothing_to_do",
+                document.get("progress")),
         _tests(document.get("test_runs") or {}),
         _evidence(document.get("evidence") or {}, document.get("evidence_status") or {}),
         _artifacts(document.get("artifacts") or [], document.get("artifact_location")),
@@ -448,7 +456,8 @@ def _header(document: Mapping[str, Any]) -> list[str]:
     return [f"{label.ljust(width)}  {value}" for label, value in fields]
 
 
-def _stages(stages: Mapping[str, Mapping[str, Any]], nothing_to_do: bool = False) -> list[str]:
+def _stages(stages: Mapping[str, Mapping[str, Any]], nothing_to_do: bool = False,
+            progress: Mapping[str, Any] | None = None) -> list[str]:
     rows = []
     for name in STAGE_ORDER:
         record = stages.get(name)
@@ -466,6 +475,8 @@ def _stages(stages: Mapping[str, Mapping[str, Any]], nothing_to_do: bool = False
         error = (stages.get(name) or {}).get("error")
         if error:
             lines.append(f"      error: {truncate(error, BOX_WIDTH)}")
+        if name == "execute" and progress:
+            lines.append(f"      now: {build_progress_line(progress).removeprefix('execute: ')}")
     return lines
 
 

@@ -602,7 +602,7 @@ shown are escaped first (`visible`). Lists are capped so a run of ten thousand f
       announce(`Run ${run.run_id} is now ${(RUN_STATUS[run.status] || [0, run.status])[1]}.`);
     }
     page.lastStatus = run.status;
-    section(page, 'head', JSON.stringify(run), () => renderHead(page));
+    section(page, 'head', JSON.stringify([run, view.progress]), () => renderHead(page));
     const live = $('#run-live');
     if (live) {
       live.textContent = `live · updated ${clock(Date.now())}`;
@@ -658,6 +658,8 @@ shown are escaped first (`visible`). Lists are capped so a run of ten thousand f
         jump),
       h('dl', {class: 'kv'},
         h('dt', null, 'Stage'), h('dd', null, run.state, run.outcome ? ` · outcome ${run.outcome}` : ''),
+        // A running generation build's last word on where it is (the API's description of it).
+        page.view.progress ? [h('dt', null, 'Now'), h('dd', {id: 'run-progress'}, page.view.progress.description)] : [],
         h('dt', null, 'Requested by'), h('dd', null, actor(run.requested_by, 'unknown'), ' at ', timeEl(run.created_at)),
         h('dt', null, 'Repository'), h('dd', {class: 'mono'}, run.repository),
         h('dt', null, 'Source'), h('dd', null, (page.view.summary || {}).source || '—'),
