@@ -24,7 +24,9 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from agentledger.buildkit.upload import multipart_body
+from agentledger.adapters.s3_artifacts import ArtifactStore
+from agentledger.buildkit.layout import PROGRESS_FILE, PROGRESS_LIMIT_BYTES
+from agentledger.buildkit.upload import ProgressPoster, multipart_body
 from agentledger.limits import MAX_UPLOAD_BYTES
 from agentledger.local import s3_endpoint
 from agentledger.local.principals import write_profiles
@@ -413,3 +415,23 @@ def test_a_connection_past_the_cap_waits_for_one_to_end(runtime: LocalRuntime, s
     finally:
         for answer in held:
             answer.close()
+
+
+def test_a_builds_progress_is_posted_again_and_again_under_its_grant_and_a_post_that_fails_never_stops_it(
+        runtime: LocalRuntime, capsys: pytest.CaptureFixture[str]) -> None:
+    bucket = runtime.output("ArtifactBucketName")
+    store = ArtifactStore(bucket, runtime.client("s3"), _links(runtime))
+    key = f"runs/probe-{secrets.token_hex(4)}/execute/builds/abc-1/{PROGRESS_FILE}"
+    poster = ProgressPoster(store.upload_grant(key, PROGRESS_LIMIT_BYTES, 600))
+    for step in ("write", "build"):  # each step overwrites the one before
+        poster({"step": step, "written": 3})
+        assert json.loads(runtime.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())["step"] == step
+    poster({"step": "coverage", "padding": "x" * PROGRESS_LIMIT_BYTES})  # past the grant's limit: not sent
+    assert json.loads(runtime.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())["step"] == "build"
+    assert capsys.readouterr().out == ""
+
+    closed = ProgressPoster({"url": "http://127.0.0.1:9/", "fields": {"key": key}})  # nothing listens there
+    closed({"step": "write"})
+    closed({"step": "build"})
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 1 and "the build's progress could not be posted" in said[0] and "the build goes on" in said[0]
