@@ -55,7 +55,7 @@ from .processes import CodeUser, DriverError, Outcome, describe, run_logged, say
 from .workspace import Workspace, cache_root, import_path, inside_venv, read_untrusted, working_copy_roots
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from collections.abc import Set as AbstractSet
 
 PYNGUIN_REQUIREMENT = "pynguin==0.48.0"
@@ -70,6 +70,15 @@ ORDER_SEED_VARIABLE = "AGENTLEDGER_ORDER_SEED"
 COLLECTED_VARIABLE = "AGENTLEDGER_COLLECTED"
 PYTEST_PLUGIN = "agentledger_pytest"
 RUNS = 5  # a candidate passes this many runs in a row, alone and with the suite, unless the request says
+UNITTEST_STYLE = "unittest"
+TEST_CASE_BASES = frozenset({"unittest.TestCase", "TestCase"})
+COMPARISON_ASSERTIONS: dict[type[ast.cmpop], str] = {
+    ast.Eq: "assertEqual", ast.NotEq: "assertNotEqual", ast.Is: "assertIs", ast.IsNot: "assertIsNot",
+    ast.In: "assertIn", ast.NotIn: "assertNotIn", ast.Lt: "assertLess", ast.LtE: "assertLessEqual",
+    ast.Gt: "assertGreater", ast.GtE: "assertGreaterEqual",
+}
+MAX_STYLE_FILES = 200  # of the project's test modules read to tell its style
+SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "venv", "build", "dist", "__pycache__"})
 FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage", "mutation")
 # A generation build's steps, in order, as its timings and its progress name them.
 STEPS = ("mutation_before", "write", *FILTERS, "after", "findings")
@@ -250,9 +259,11 @@ def _names_used(nodes: Sequence[ast.AST]) -> set[str]:
     return used
 
 
-def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple[TestFile, list[Finding]]:
+def pynguin_candidates(text: str, target: Target, used: dict[str, int],
+                       style: str = "pytest") -> tuple[TestFile, list[Finding]]:
     """Pynguin's module, with its tests named after what they call (unique among `used`), and its
-    xfail tests (an input that raises where nothing said it should) taken out as findings."""
+    xfail tests (an input that raises where nothing said it should) taken out as findings; in a
+    project whose tests are unittest.TestCase classes (`style` "unittest"), each test is one."""
     tree = ast.parse(text)
     alias = module_alias(tree, target.module)
     kept: list[ast.stmt] = []
@@ -268,11 +279,105 @@ def pynguin_candidates(text: str, target: Target, used: dict[str, int]) -> tuple
                 findings.append(Finding(module=target.module, test=node.name, source=ast.unparse(node)))
                 continue
         kept.append(node)
+    if style == UNITTEST_STYLE:
+        kept = [ast.Import(names=[ast.alias(name="unittest")]), *(
+            as_test_case(node) if isinstance(node, ast.FunctionDef) and is_test_node(node) else node
+            for node in kept)]
     header = "\n".join(ast.unparse(node) for node in kept if not is_test_node(node))
     tests = [(node.name, ast.unparse(node)) for node in kept if is_test_node(node)]  # type: ignore[attr-defined]
     note = (f'"""Tests agentledger generated with Pynguin for {target.module}, kept because each catches '
             'a change to the code that the suite misses."""\n')
     return TestFile(target.test_path, note + header + "\n", tests), findings
+
+
+def project_test_style(repository: Path, besides: AbstractSet[str] = frozenset()) -> str:
+    """"unittest" where the project's tests are unittest.TestCase classes and none of them imports
+    pytest; otherwise "pytest". Read from at most MAX_STYLE_FILES of its test modules, not those
+    at the paths `besides` (the candidates a request brought)."""
+    found_case = False
+    modules = (path for path in test_modules(repository) if path.relative_to(repository).as_posix() not in besides)
+    for number, path in enumerate(modules):
+        if number >= MAX_STYLE_FILES:
+            break
+        data = read_untrusted(path, repository, MAX_CANDIDATE_FILE_BYTES)
+        try:
+            tree = ast.parse(data or b"")
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(alias.name.partition(".")[0] == "pytest" for alias in node.names):
+                return "pytest"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").partition(".")[0] == "pytest":
+                return "pytest"
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(base) in TEST_CASE_BASES for base in node.bases):
+                found_case = True
+    return UNITTEST_STYLE if found_case else "pytest"
+
+
+def test_modules(repository: Path) -> Iterator[Path]:
+    """The project's test modules as pytest finds them by default (`test_*.py`, `*_test.py`), and
+    a top-level `test.py` or `tests.py`; not inside hidden folders or installed packages."""
+    for directory, folders, files in os.walk(repository):
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in SKIPPED_FOLDERS)
+        for name in sorted(files):
+            top_level = Path(directory) == repository and name in ("test.py", "tests.py")
+            if top_level or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
+                yield Path(directory) / name
+
+
+def as_test_case(test: ast.FunctionDef) -> ast.ClassDef:
+    """`def test_order_total(): assert x == 1` as a maintainer using unittest writes it:
+    `class TestOrderTotal(unittest.TestCase)` whose `test_order_total(self)` says `self.assertEqual(x, 1)`."""
+    name = "Test" + "".join(word.capitalize() for word in test.name[len("test"):].split("_") if word)
+    case: ast.ClassDef = ast.parse(f"class {name}(unittest.TestCase):\n    def {test.name}(self):\n"
+                                   "        pass\n").body[0]  # type: ignore[assignment]
+    method: ast.FunctionDef = case.body[0]  # type: ignore[assignment]
+    method.body = [_UnittestAssertions().visit(statement) for statement in test.body]
+    method.decorator_list = test.decorator_list
+    return ast.fix_missing_locations(case)
+
+
+class _UnittestAssertions(ast.NodeTransformer):
+    """pytest's bare asserts, `pytest.approx` and `pytest.raises` as TestCase's assertion methods."""
+
+    def visit_Assert(self, node: ast.Assert) -> ast.stmt:
+        test = node.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            if isinstance(op, ast.Eq) and _is_approx(right):
+                approx: ast.Call = right  # type: ignore[assignment]
+                # pytest.approx(b, abs=A, rel=R) allows max(A, R * |b|): the same bound, as a delta.
+                bounds = {keyword.arg: keyword.value for keyword in approx.keywords}
+                delta = ast.parse(f"max({ast.unparse(bounds.get('abs', ast.Constant(1e-12)))}, "
+                                  f"{ast.unparse(bounds.get('rel', ast.Constant(1e-6)))} * abs("
+                                  f"{ast.unparse(approx.args[0])}))", mode="eval").body
+                return _self_call("assertAlmostEqual", [left, approx.args[0]], [ast.keyword(arg="delta", value=delta)])
+            if isinstance(right, ast.Constant) and right.value is None and isinstance(op, (ast.Is, ast.IsNot)):
+                return _self_call("assertIsNone" if isinstance(op, ast.Is) else "assertIsNotNone", [left])
+            method = COMPARISON_ASSERTIONS.get(type(op))
+            if method is not None:
+                return _self_call(method, [left, right])
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return _self_call("assertFalse", [test.operand])
+        return _self_call("assertTrue", [test])
+
+    def visit_With(self, node: ast.With) -> ast.With:
+        self.generic_visit(node)
+        for item in node.items:
+            context = item.context_expr
+            if isinstance(context, ast.Call) and ast.unparse(context.func) == "pytest.raises":
+                context.func = ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr="assertRaises",
+                                             ctx=ast.Load())
+        return node
+
+
+def _is_approx(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and ast.unparse(node.func) == "pytest.approx" and len(node.args) == 1
+
+
+def _self_call(method: str, args: list[ast.expr], keywords: list[ast.keyword] | None = None) -> ast.Expr:
+    function = ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=method, ctx=ast.Load())
+    return ast.Expr(value=ast.Call(func=function, args=args, keywords=keywords or []))
 
 
 def module_import(module: str, alias: str) -> list[ast.stmt]:
@@ -638,6 +743,7 @@ class Generation:
         self.skipped: dict[str, str] = {}  # module -> why no test is written for it
         self.suite_judged = False  # whether the mutants carry the suite's verdict yet
         self.names_used: dict[str, dict[str, int]] = {}  # module -> its tests' names, over every round
+        self.style = project_test_style(workspace.repository, frozenset(request.candidate_files))
         self.writing_deadline = time.monotonic() + request.run_seconds  # Pynguin's, from its first search
         self.started = time.monotonic()
         self.mutation_deadline = self.started + request.mutation_run_seconds
@@ -784,7 +890,7 @@ class Generation:
             if text is None:
                 continue
             try:
-                test_file, findings = pynguin_candidates(text, target, used)
+                test_file, findings = pynguin_candidates(text, target, used, self.style)
             except (SyntaxError, ValueError) as error:
                 self.notes.append(f"{target.module}: Pynguin wrote no parseable module ({error})"[:MAX_MESSAGE])
                 self.writer_failed(target.module, "unreadable", f"Pynguin wrote no parseable module ({error})")

@@ -21,6 +21,7 @@ from agentledger.buildkit.generation import (
     last_error,
     lines_by_candidate,
     outcome_of,
+    project_test_style,
     pynguin_candidates,
     repeated_in_one_session,
     repeated_runs,
@@ -265,3 +266,80 @@ def test_the_last_error_a_crashed_writer_printed_is_its_message_even_inside_rich
                                    "the block 0 is not part of this bytecode")
     assert last_error(printed.split("│    293")[0]) == "RuntimeError: Failed to compute stacksize,"
     assert last_error("collected 0 items\n[agentledger: exited 5 in 1 s]\n") == ""
+
+
+PRICING = '''\
+def shipping_cost(weight_kg, international):
+    if weight_kg < 0:
+        raise ValueError("weight cannot be negative")
+    if weight_kg == 0:
+        return None
+    return round((5.0 + 1.5 * weight_kg) * (2 if international else 1), 2)
+'''
+PRICING_TESTS_BY_PYNGUIN = '''\
+import pytest
+import sys
+import pricing
+
+pricing_ = sys.modules["pricing"]
+
+
+def test_0():
+    var_0 = pricing_.shipping_cost(weight_kg=1023.37, international=True)
+    assert var_0 == pytest.approx(3080.11, abs=0.01, rel=0.01)
+    assert var_0 > 3000
+    assert pricing_.shipping_cost(weight_kg=0, international=False) is None
+
+
+def test_1():
+    with pytest.raises(ValueError):
+        pricing_.shipping_cost(weight_kg=-2.5, international=False)
+    assert not pricing_.shipping_cost(weight_kg=0, international=True)
+'''
+
+
+def test_in_a_unittest_project_pynguins_tests_become_test_cases_that_still_catch_what_they_caught(
+        tmp_path: Path) -> None:
+    target = Target(module="pricing", path="pricing.py", test_path="tests/test_pricing_generated.py",
+                    names=["shipping_cost"])
+    test_file, _ = pynguin_candidates(PRICING_TESTS_BY_PYNGUIN, target, {}, "unittest")
+    written = join_test_file(test_file.header, [source for _, source in test_file.tests])
+
+    assert [name for name, _ in test_file.tests] == ["TestShippingCost", "TestShippingCost2"]
+    assert "import pytest" not in written and "pytest." not in written and "import unittest" in written
+    assert "class TestShippingCost(unittest.TestCase):\n\n    def test_shipping_cost(self):" in written
+    assert "self.assertAlmostEqual(var_0, 3080.11, delta=max(0.01, 0.01 * abs(3080.11)))" in written
+    assert "self.assertGreater(var_0, 3000)" in written and "self.assertIsNone(" in written
+    assert "with self.assertRaises(ValueError):" in written and "self.assertFalse(" in written
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_pricing_generated.py").write_text(written)
+
+    def unittest_passes(module: str) -> bool:
+        (tmp_path / "pricing.py").write_text(module)
+        run = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"],
+                             cwd=tmp_path, capture_output=True, text=True, check=False,
+                             env={"PYTHONDONTWRITEBYTECODE": "1"})  # a bug of the same size, in the same second
+        return run.returncode == 0 and "Ran 2 tests" in run.stderr
+
+    assert unittest_passes(PRICING)  # the project's own runner
+    for bug in (("1.5 *", "2.5 *"), ("< 0", "< -10"), ("return None", "return 0.0"), ("2 if", "3 if")):
+        assert not unittest_passes(PRICING.replace(*bug)), bug
+
+
+@pytest.mark.parametrize(("files", "style"), [
+    ({"tests/test_a.py": "import unittest\n\nclass TestA(unittest.TestCase):\n    pass\n"}, "unittest"),
+    ({"test.py": "from unittest import TestCase\n\nclass T(TestCase):\n    pass\n"}, "unittest"),  # slugify's
+    ({"tests/test_a.py": "import unittest\n\nclass TestA(unittest.TestCase):\n    pass\n",
+      "tests/test_b.py": "import pytest\n"}, "pytest"),  # mixed: pytest runs both
+    ({"tests/test_a.py": "def test_a():\n    assert True\n"}, "pytest"),
+    ({}, "pytest"),
+    ({".venv/lib/test_x.py": "import unittest\n\nclass T(unittest.TestCase):\n    pass\n"}, "pytest"),
+    ({"tests/test_written.py": "import unittest\n\nclass T(unittest.TestCase):\n    pass\n"}, "pytest"),  # a candidate
+])
+def test_the_projects_test_style_is_read_from_its_own_test_modules(tmp_path: Path, files: dict[str, str],
+                                                                    style: str) -> None:
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert project_test_style(tmp_path, frozenset({"tests/test_written.py"})) == style
