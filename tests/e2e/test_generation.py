@@ -1,9 +1,9 @@
-"""Pynguin through `agentledger serve`, as a user runs it: a module of branchy business logic with no
-tests, followed step by step as its build reports them, gets generated tests that pass the filters
-and each kill a mutant; the review leads with the mutation score; they go into the project's tests
-folder, and the project, with them in, still installs: on a flat layout whose pyproject.toml has only
-[project], and on a src layout. The kept tests catch most of a set of bugs made by hand, checked
-outside the product's own figures."""
+"""Pynguin through `agentledger serve`, as a user runs it: a module of branchy business logic that
+no test calls, followed step by step as its build reports them, gets generated tests that pass the
+filters and each kill a mutant; the review leads with the mutation score; they go into the project's
+tests folder, and the project, with them in, still installs: on a flat layout whose pyproject.toml has
+only [project], and on a src layout whose tests are unittest's (and so are the kept ones). The kept
+tests catch most of a set of bugs made by hand, checked outside the product's own figures."""
 from __future__ import annotations
 
 import os
@@ -96,6 +96,11 @@ def _src(root: Path) -> Path:
     (root / "pyproject.toml").write_text(
         PROJECT + '\n[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n')
     (root / "src" / "pricing" / "__init__.py").write_text(PRICING)
+    # A project whose tests are unittest's: the kept tests must be TestCase classes too.
+    (root / "tests").mkdir()
+    (root / "tests" / "test_package.py").write_text(
+        "import unittest\n\nimport pricing\n\n\nclass TestPackage(unittest.TestCase):\n"
+        "    def test_it_says_what_it_prices(self):\n        self.assertIn('pricing', pricing.__doc__)\n")
     return root
 
 
@@ -118,7 +123,8 @@ def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_the
     assert 1 <= generation["kept"] <= generation["generated"]
     assert generation["coverage_gained"] > 0
     [coverage] = [line for line in generation["coverage"] if line.startswith(f"{module_path}: ")]
-    assert "lines 0%" in coverage.split("→")[0]  # no test touched it before
+    if layout == "flat":
+        assert "lines 0%" in coverage.split("→")[0]  # no test touched it before
     [mutation] = generation["mutation"]
     assert mutation.startswith(f"{module_path}: mutation score 0% → ")  # no test killed a mutant before
     assert generation["mutants_killed"] > 0 and generation["mutation_score_gained"] > 0
@@ -147,7 +153,15 @@ def test_pynguin_writes_kept_tests_that_kill_mutants_where_the_project_keeps_the
     source = repository / "src" if layout == "src" else repository
     assert _kept_tests_pass(repository, source), "the kept tests fail on the code they were written for"
     if layout == "src":
-        return  # what the kept tests catch does not hang on the layout: the flat one shows it
+        # In the project's own style, run by its own runner; what they catch does not hang on the
+        # layout or the style: the flat one shows it.
+        kept = (repository / "tests" / "test_pricing_generated.py").read_text()
+        assert "(unittest.TestCase):" in kept and "self.assert" in kept and "pytest" not in kept, kept
+        own_runner = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=repository,
+                                    capture_output=True, text=True, timeout=300, check=False,
+                                    env={**os.environ, "PYTHONPATH": str(source)})
+        assert own_runner.returncode == 0, own_runner.stderr
+        return
     module = repository / module_path
     caught = []
     for original, mutated in HAND_MADE_MUTANTS:
