@@ -152,10 +152,21 @@ def test_node_with_a_lock_file_and_the_node_test_runner_asks_for_junit(tmp_path:
 def test_maven_wins_over_the_other_markers(tmp_path: Path) -> None:
     repository(tmp_path, {"pom.xml": "<project/>", "package.json": "{}", "requirements.txt": ""})
     config = load_config(tmp_path)
-    assert (config.ecosystem, config.install, config.test) == ("maven", [], "mvn -B test")
+    jacoco = "org.jacoco:jacoco-maven-plugin:0.8.15"
+    assert (config.ecosystem, config.install, config.test) == (
+        "maven", [], f"mvn -B {jacoco}:prepare-agent test {jacoco}:report")  # JaCoCo without a change to the pom
     assert config.junit == ["target/surefire-reports/TEST-*.xml", "*/target/surefire-reports/TEST-*.xml"]
     assert config.jacoco == ["target/site/jacoco/jacoco.xml", "*/target/site/jacoco/jacoco.xml"]
     assert (config.cache_key_files, config.virtualenv) == (["pom.xml"], False)
+
+
+@pytest.mark.parametrize("pom", ["pom.xml", "service/pom.xml"])
+def test_a_pom_that_configures_jacoco_itself_keeps_its_own_agent(tmp_path: Path, pom: str) -> None:
+    # Two JaCoCo agents in one JVM stop it before its first test.
+    plugin = "<plugin><groupId>org.jacoco</groupId><artifactId>jacoco-maven-plugin</artifactId></plugin>"
+    configured = f"<project><build><plugins>{plugin}</plugins></build></project>"
+    repository(tmp_path, {"pom.xml": "<project/>", pom: configured})
+    assert load_config(tmp_path).test == "mvn -B test"
 
 
 def test_jacoco_reports_are_read_for_maven_alone_unless_a_repository_names_them(tmp_path: Path) -> None:
