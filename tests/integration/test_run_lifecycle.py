@@ -76,7 +76,7 @@ def test_artifacts_are_stored_with_their_hashes(driver, runtime, sample_repo):
         assert parse_qs(urlsplit(artifact["url"]).query)["X-Amz-Expires"] == ["600"]
     diff = next(a for a in ledger["artifacts"] if a["name"] == "changes.diff")
     text = s3.get_object(Bucket=bucket, Key=diff["key"])["Body"].read().decode()
-    assert "+++ b/tests/test_textkit_slug_generated.py" in text
+    assert "+++ b/tests/test_slug_generated.py" in text
     assert "slugify" in text
 
 

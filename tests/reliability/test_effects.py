@@ -60,7 +60,7 @@ def test_a_run_opens_one_ticket_and_sends_each_notification_once(driver, runtime
     assert pull["head"]["ref"].startswith(f"agentledger/{run_id}/") and pull["base"]["ref"] == "main"
     written = json.loads(driver.artifact_bytes(run_id, "test-files.json"))
     assert runtime.github.files_at(pull["repository"], pull["head"]["ref"]) == written
-    assert written and all(path.startswith("tests/test_textkit_") for path in written)
+    assert written and all(path.startswith("tests/test_") and path.endswith("_generated.py") for path in written)
     assert "Approved by:** arn:aws:iam::" in pull["body"]
 
     assert effects["ticket"]["receiver_id"].startswith("#")

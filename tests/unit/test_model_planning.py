@@ -78,7 +78,7 @@ def test_each_model_call_is_an_artifact_in_the_plans_evidence_and_in_the_metrics
     assert generation.test_run.startswith(f"{run_id}/")
     ledger = world.ledger.load(run_id)
     written = world.artifacts.get_json(next(r for r in ledger.artifacts if r.name == "test-files.json"))
-    assert written == {"tests/test_textkit_slug_generated.py": CODE}
+    assert written == {"tests/test_slug_generated.py": CODE}
 
 
 def test_a_model_that_never_answers_with_a_valid_plan_hands_the_run_to_a_person_with_its_calls(

@@ -89,7 +89,8 @@ def test_the_build_gets_grants_for_exactly_its_own_input_and_output(world: World
         names = set(archive.getnames())
     assert {layout.KIT_ENTRY_FILE, f"{layout.KIT_DIR}/driver.py", layout.CONFIG_FILE, "repository/textkit/slug.py",
             "repository/pyproject.toml"} <= names
-    assert any(name.startswith("repository/tests/test_textkit_") for name in names)
+    assert any(name.startswith("repository/tests/test_") and name.endswith("_generated.py") for name in names)
+    assert layout.PROGRESS_GRANT_KEY not in request.output_grant  # only a build that writes tests reports steps
 
 
 def test_a_build_refused_at_the_concurrent_build_limit_is_started_by_a_later_poll_once(

@@ -80,7 +80,7 @@ def test_pynguin_runs_in_one_build_and_what_it_keeps_is_the_change(world: World)
     ledger = world.ledger.load(run_id)
     assert ledger.stages["execute"].status == StageStatus.COMPLETE and ledger.stages["execute"].attempt == 1
     files = _committed(world, run_id, "test-files.json")
-    assert sorted(files) == ["tests/test_textkit_slug_generated.py", "tests/test_textkit_stats_generated.py"]
+    assert sorted(files) == ["tests/test_slug_generated.py", "tests/test_stats_generated.py"]
     report = _committed(world, run_id, "generation.json")
     assert report["funnel"]["generated"] == 2 and len(report["findings"]) == 1
     assert ledger.evidence["test_changes"].depends_on["artifact:generation.json"] == next(
@@ -204,7 +204,7 @@ def test_a_generation_build_that_did_not_succeed_is_not_believed_and_goes_to_a_p
         world: World, ends: BuildStatus) -> None:
     kept_everything = generation_archive(
         {"writer": "pynguin", "targets": [{"module": "textkit.slug", "path": "textkit/slug.py",
-                                            "test_path": "tests/test_textkit_slug_generated.py"}]},
+                                            "test_path": "tests/test_slug_generated.py"}]},
         {}, "keep_all")
     _upload_instead(world, kept_everything, ends)
     run_id, execution = _planned(world)
@@ -221,13 +221,13 @@ def test_a_generation_build_that_did_not_succeed_is_not_believed_and_goes_to_a_p
 
 @pytest.mark.parametrize(("files", "complaint"), [
     ({"setup.py": "import os\n"}, "files the plan did not name: setup.py"),
-    ({"tests/test_textkit_slug_generated.py": "def test_x(:\n"}, "which is not Python"),
-    ({"tests/test_textkit_slug_generated.py": "x = 1\n" * 40_000}, "larger than a review can hold"),
+    ({"tests/test_slug_generated.py": "def test_x(:\n"}, "which is not Python"),
+    ({"tests/test_slug_generated.py": "x = 1\n" * 40_000}, "larger than a review can hold"),
 ])
 def test_what_a_successful_build_claims_is_checked_before_anything_is_kept(
         world: World, files: dict[str, str], complaint: str) -> None:
     report = {"writer": "pynguin", "funnel": {"generated": 1}, "findings": [], "files": files,
-              "candidates": [{"test_path": "tests/test_textkit_slug_generated.py", "name": "test_x",
+              "candidates": [{"test_path": "tests/test_slug_generated.py", "name": "test_x",
                               "source": "def test_x(): pass"}]}
     result = {"install": {"commands": 1, "exit_code": 0, "duration_s": 0.1, "timed_out": False},
               "test": {"command": "generate", "exit_code": 0, "duration_s": 0.1, "timed_out": False}}
@@ -240,7 +240,7 @@ def test_what_a_successful_build_claims_is_checked_before_anything_is_kept(
 
 
 # -- tests that carry a character a reader does not see --------------------------------------------
-SLUG_TESTS = "tests/test_textkit_slug_generated.py"
+SLUG_TESTS = "tests/test_slug_generated.py"
 SLUG_ONLY = {"writer": "pynguin", "targets": [{"module": "textkit.slug", "path": "textkit/slug.py",
                                                "test_path": SLUG_TESTS}]}
 HEADER = "import textkit.slug\n"

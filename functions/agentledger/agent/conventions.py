@@ -39,17 +39,29 @@ def test_directory(snapshot: SourceSnapshot) -> tuple[str, dict[str, str]]:
 
 
 def generated_test_path(module_path: str, directory: str, taken: set[str]) -> str:
-    """`tests/test_pkg_mod_generated.py` for `pkg/mod.py`: a name no file of the project has, and
-    unique among test modules, as pytest's default import mode needs of modules outside packages."""
+    """`tests/test_elffile_generated.py` for `packaging/_elffile.py`: named after the module, beside
+    the project's own tests of it (a `test_elffile.py` or `elffile_test.py` within `directory`) or
+    else in `directory`. A name no file of the project has, and unique among test modules, as pytest's
+    default import mode needs of modules outside packages: where the short name is taken, the
+    module's dotted path names it (`test_packaging_elffile_generated.py`), then a number."""
     parts = PurePosixPath(module_path).with_suffix("").parts
     if parts and parts[0] == "src":
         parts = parts[1:]
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
-    stem = f"test_{'_'.join(parts)}{GENERATED_SUFFIX}"
+    words = [part.strip("_") or part for part in parts]
+    own = sorted(PurePosixPath(path).parent.as_posix() for path in taken
+                 if PurePosixPath(path).name in (f"test_{words[-1]}.py", f"{words[-1]}_test.py"))
+    # Beside them only within the tests folder, where pytest is told to look (or looks by default).
+    beside = [folder for folder in own if folder == directory or folder.startswith(f"{directory}/")]
+    if beside:
+        directory = beside[0]
     names = {PurePosixPath(path).name for path in taken}
-    candidate, number = stem, 1
-    while f"{candidate}.py" in names:
+    stems = [f"test_{words[-1]}{GENERATED_SUFFIX}", f"test_{'_'.join(words)}{GENERATED_SUFFIX}"]
+    candidate = next((stem for stem in stems if f"{stem}.py" not in names), None)
+    number = 1
+    while candidate is None:
         number += 1
-        candidate = f"{stem}_{number}"
-    return f"{directory}/{candidate}.py"
+        numbered = f"{stems[-1]}_{number}"
+        candidate = numbered if f"{numbered}.py" not in names else None
+    return f"{candidate}.py" if directory in ("", ".") else f"{directory}/{candidate}.py"

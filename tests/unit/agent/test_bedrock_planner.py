@@ -79,7 +79,7 @@ def test_a_valid_tool_answer_is_the_plan_with_its_call_recorded(client, tmp_path
     assert plan.planner == f"bedrock:{MODEL}"
     assert plan.writer == "bedrock"
     assert [(item.target, item.test_path, item.code) for item in plan.items] == [
-        ("pkg/calc.py::", "tests/test_pkg_calc_generated.py", TEST_CODE)]
+        ("pkg/calc.py::", "tests/test_calc_generated.py", TEST_CODE)]
     assert plan.files_read == {"pkg/calc.py": snapshot.files["pkg/calc.py"]}  # hashed here, not by the model
     (call,) = plan.model_calls
     assert (call.model_id, call.stop_reason, call.input_tokens, call.output_tokens, call.latency_ms) == (

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 # In the project's own tests folder, a plain module beside its tests: no package, no conftest.
-GENERATED = "tests/test_pkg_calc_generated.py"
+GENERATED = "tests/test_calc_generated.py"
 
 
 def _execute(repo, workspace, agent=None):
@@ -164,8 +164,8 @@ def test_a_file_of_the_project_is_never_overwritten_the_tests_get_a_name_of_thei
     repo = make_sample_repo(tmp_path / "repo")
     write(repo, GENERATED, "# the project's own file of that name\n")
     _, execution = _execute(repo, tmp_path / "ws")
-    assert sorted(execution.files) == ["tests/test_pkg_calc_generated_2.py"]
-    assert "--- /dev/null\n+++ b/tests/test_pkg_calc_generated_2.py\n" in execution.diff
+    assert sorted(execution.files) == ["tests/test_pkg_calc_generated.py"]  # the module's dotted path
+    assert "--- /dev/null\n+++ b/tests/test_pkg_calc_generated.py\n" in execution.diff
 
 
 def test_the_workspace_is_the_source_plus_generated_files_and_is_rebuilt_on_retry(tmp_path):

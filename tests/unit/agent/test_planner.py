@@ -27,9 +27,9 @@ def test_plans_one_test_module_per_source_module_from_docstring_examples(tmp_pat
     plan = _plan(make_sample_repo(tmp_path / "repo"))
     assert plan.planner == "docstring-examples"
     assert [(item.target, item.test_path, item.test_name) for item in plan.items] == [
-        ("pkg/calc.py::Accumulator.total", "tests/test_pkg_calc_generated.py", "test_Accumulator_total"),
-        ("pkg/calc.py::add", "tests/test_pkg_calc_generated.py", "test_add"),
-        ("pkg/calc.py::divide", "tests/test_pkg_calc_generated.py", "test_divide"),
+        ("pkg/calc.py::Accumulator.total", "tests/test_calc_generated.py", "test_Accumulator_total"),
+        ("pkg/calc.py::add", "tests/test_calc_generated.py", "test_add"),
+        ("pkg/calc.py::divide", "tests/test_calc_generated.py", "test_divide"),
     ]
     assert plan.items[1].examples == [
         Example(source="add(2, 3)", expected="5"),
@@ -89,11 +89,13 @@ def test_the_digest_covers_every_part_of_the_plan(tmp_path):
 def test_modules_whose_test_files_would_collide_each_get_a_file_of_their_own(tmp_path):
     repo = tmp_path / "repo"
     example = 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n'
+    write(repo, "other/calc.py", example)
     write(repo, "pkg/calc.py", example)
     write(repo, "pkg_calc.py", example)
     plan = _plan(repo)
     assert [(item.target, item.test_path) for item in plan.items] == [
-        ("pkg/calc.py::f", "tests/test_pkg_calc_generated.py"),
+        ("other/calc.py::f", "tests/test_calc_generated.py"),  # named after the module
+        ("pkg/calc.py::f", "tests/test_pkg_calc_generated.py"),  # its dotted path, where that is taken
         ("pkg_calc.py::f", "tests/test_pkg_calc_generated_2.py")]
 
 
@@ -109,11 +111,18 @@ def test_generated_tests_go_where_the_project_keeps_its_tests(tmp_path):
     assert "pytest.ini" in plan.files_read  # a change to where tests go makes the plan stale
 
 
+def test_generated_tests_go_beside_the_projects_own_tests_of_the_module(tmp_path):
+    repo = tmp_path / "repo"
+    write(repo, "packaging/_elffile.py", 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n')
+    write(repo, "tests/unit/test_elffile.py", "def test_nothing():\n    pass\n")
+    assert {item.test_path for item in _plan(repo).items} == {"tests/unit/test_elffile_generated.py"}
+
+
 def test_a_src_layout_module_is_named_without_src(tmp_path):
     repo = tmp_path / "repo"
     write(repo, "src/shapes/area.py", 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n')
     write(repo, "src/shapes/__init__.py", "")
-    assert {item.test_path for item in _plan(repo).items} == {"tests/test_shapes_area_generated.py"}
+    assert {item.test_path for item in _plan(repo).items} == {"tests/test_area_generated.py"}
 
 
 def test_modules_that_cannot_be_imported_by_name_are_skipped(tmp_path):
