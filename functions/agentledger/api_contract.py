@@ -167,6 +167,8 @@ SOURCE_KINDS = {
     "snapshot": "an uploaded snapshot of the tree: it cannot go stale, and a change made to the tree after "
                 "the upload is not seen by this run",
     "directory": "the directory itself, read in place: a change to a file the plan read makes the plan stale",
+    "git": "a Git ref, whose head is looked up at every stage, at approval and by the review keeper: a push "
+           "that changes a file the plan read makes the plan stale, and the run replans on the new commit",
 }
 
 

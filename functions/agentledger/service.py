@@ -41,6 +41,7 @@ from .errors import (
 from .evidence import stage_evidence
 from .fingerprints import digest
 from .freshness import Entrance, EntryContext, invalidate, review_still_holds
+from .git_source import is_git_source
 from .models import Ledger, Run, RunState, RunStatus, Stage, StageStatus, utc_now
 from .states import BuildStatus, DecisionKind, EvidenceState, Verdict
 from .testrun.jacoco import CoverageCounts
@@ -221,7 +222,7 @@ class RunService:
         generation = self._committed_json(ledger, Stage.EXECUTE, "generation.json")
         report_of_writer = None if generation is None else GenerationReport.model_validate(generation)
         return {
-            "source": SOURCE_KINDS["snapshot" if ledger.run.repository.startswith("s3://") else "directory"],
+            "source": SOURCE_KINDS[source_kind(ledger.run.repository)],
             "request": ledger.run.request,
             "outcome": ledger.run.outcome,
             "pull_request": (pull.receiver_url or pull.receiver_id) if pull else None,
@@ -401,6 +402,12 @@ class RunService:
             if decision.kind == DecisionKind.RESUME and decision.details.get("execution") == execution:
                 return decision.details
         return None
+
+
+def source_kind(repository: str) -> str:
+    if repository.startswith("s3://"):
+        return "snapshot"
+    return "git" if is_git_source(repository) else "directory"
 
 
 def _seconds_since(start: str, end: str | None) -> float:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..caches import ContentCache
 from ..errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from ..fingerprints import sha256_bytes
+from ..git_source import GitSource, archive_of, head_of, is_git_source
 from ..limits import OUTSIDE_ROOTS
 from ..source import (
     CLEAN_SNAPSHOTS_KEPT,
@@ -45,6 +46,8 @@ class SourceResolver:
         self.check_allowed(repository)
         if repository.startswith("s3://"):
             return self._snapshot_tarball(repository)
+        if is_git_source(repository):
+            return self._snapshot_commit(GitSource.parse(repository))
         root = Path(repository).resolve()
         if not root.is_dir():
             raise RepositoryUnavailableError(f"repository path {repository} is not a directory on this machine")
@@ -59,6 +62,8 @@ class SourceResolver:
             if not self._artifacts.has_repository(repository):
                 raise RepositoryUnavailableError(f"no tarball at {repository}; upload it first (POST /uploads)")
             return "sha256:" + repository.rsplit("/", 1)[1].removesuffix(".tar.gz")
+        if is_git_source(repository):
+            return GIT_REVISION_PREFIX + head_of(GitSource.parse(repository))
         root = Path(repository).resolve()
         if not root.is_dir():
             raise RepositoryUnavailableError(f"repository path {repository} is not a directory on this machine")
@@ -73,6 +78,9 @@ class SourceResolver:
                     "only, "
                     "as uploaded through POST /uploads (`agentledger run PATH` does it)")
             return
+        if is_git_source(repository):
+            self._check_git_allowed(GitSource.parse(repository))
+            return
         if not self._local_roots:
             raise RepositoryNotAllowedError(
                 "this deployment does not read local paths; upload the repository (`agentledger run PATH` does it) "
@@ -85,6 +93,37 @@ class SourceResolver:
             raise RepositoryNotAllowedError(
                 f"local repository {repository} {OUTSIDE_ROOTS}; `agentledger run` uploads it "
                 "instead, or start `agentledger serve --allow-root DIR` to read it in place")
+
+    def _check_git_allowed(self, source: GitSource) -> None:
+        """A file:// remote under a root `serve` allows, as a local directory would be; no remote
+        over https yet."""
+        path = source.local_path
+        if path is None:
+            raise RepositoryNotAllowedError(
+                f"Git sources over https ({source.host}) are not read by this release; "
+                "use a file:// remote under a root `serve` allows, or upload the tree (`agentledger run PATH`)")
+        if not self._local_roots or not path.is_absolute() or not any(
+                path.resolve().is_relative_to(root) for root in self._local_roots):
+            raise RepositoryNotAllowedError(f"Git remote {source.url} {OUTSIDE_ROOTS}; start `agentledger serve "
+                                            "--allow-root DIR` with a root that holds it")
+
+    def _snapshot_commit(self, source: GitSource) -> SourceSnapshot:
+        """The files of the commit the ref names now, extracted once per commit: its id is the
+        cheap freshness signal, as a tarball's digest is."""
+        commit = head_of(source)
+        named = f"git-{commit}"
+        cached = TARBALLS.get((str(self._workspace_root), named))
+        if cached is not None and cached.root.is_dir():
+            mark_used(extracted_source(self._workspace_root, named))
+            return cached
+        data = archive_of(source, commit, self._workspace_root / GIT_MIRRORS_DIR)
+        try:
+            root = _extracted(data, extracted_source(self._workspace_root, named), self._archive_limits)
+        except ArchiveError as refused:
+            raise RepositoryNotAllowedError(f"commit {commit} of {source.url} is refused: {refused}") from None
+        snapshot = snapshot_directory(root).model_copy(update={"revision": GIT_REVISION_PREFIX + commit})
+        TARBALLS.put((str(self._workspace_root), named), snapshot)
+        return snapshot
 
     def _snapshot_tarball(self, url: str) -> SourceSnapshot:
         """The key names the tarball's sha256, so a tarball snapshotted before (and still
@@ -106,6 +145,8 @@ class SourceResolver:
         return snapshot
 
 
+GIT_REVISION_PREFIX = "git:"
+GIT_MIRRORS_DIR = "git-mirrors"  # under the workspace root: a bare mirror per remote
 TARBALLS: ContentCache[tuple[str, str], SourceSnapshot] = ContentCache(CLEAN_SNAPSHOTS_KEPT)
 
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from agentledger.deploy import CDK_JSON_FILE, former_context_key_problem
 from agentledger.faults import CRASH_HEADER, CRASH_POINTS, parse_crash
+from agentledger.git_source import is_git_source
 from agentledger.limits import MAX_UPLOAD_BYTES, OUTSIDE_ROOTS, REVIEW_KEEPER_INTERVAL_MINUTES
 from agentledger.local.profiles import api_port, instance_profiles_dir
 from agentledger.local.throttles import THROTTLE_HEADER, THROTTLES
@@ -211,9 +212,11 @@ def _last_line(error: Exception) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    repository = Path(args.path).expanduser().resolve()
-    if not repository.is_dir():
-        raise CliError(f"{args.path} is not a directory; give the path of a repository to work on")
+    git_source = is_git_source(args.path)  # git+<url>@<ref>: the API reads the ref itself
+    repository = Path(args.path) if git_source else Path(args.path).expanduser().resolve()
+    if not git_source and not repository.is_dir():
+        raise CliError(f"{args.path} is not a directory; give the path of a repository to work on, "
+                       "or a Git source as git+<url>@<ref>")
     # A fresh key per invocation; pass --idempotency-key to make a retried command safe.
     headers = {"Idempotency-Key": args.idempotency_key or str(uuid.uuid4())}
     if args.crash:
@@ -225,12 +228,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.throttle:  # the local API checks it against the services and their operations
         headers[THROTTLE_HEADER] = args.throttle
     client = _client(args)
-    location = _uploaded(client, repository, args) if _should_upload(args) else str(repository)
+    location = args.path if git_source else _uploaded(client, repository, args) if _should_upload(args) \
+        else str(repository)
     body = {"repository": location, "request": args.request, "environment": "dev"}
     try:
         response = client.post("/runs", body, headers=headers)
     except ApiError as refused:
-        if location != str(repository) or OUTSIDE_ROOTS not in refused.message:
+        if git_source or location != str(repository) or OUTSIDE_ROOTS not in refused.message:
             raise
         # `serve` does not read this directory in place: send the tree, as to a deployed API.
         body["repository"] = _uploaded(client, repository, args)
@@ -496,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "`run` uploads any other directory, as to a deployed API)")
 
     run = command("run", cmd_run, "start a run on a repository")
-    run.add_argument("path", metavar="PATH", help="the repository directory")
+    run.add_argument("path", metavar="PATH", help="the repository directory, or a Git source: git+<url>@<ref>")
     run.add_argument("--request", default=DEFAULT_REQUEST, help="what the agent is asked to do (default: %(default)r)")
     run.add_argument("--crash", metavar="STAGE:POINT", help="local runtime only: crash that stage at that point "
                                                              "(see `agentledger crash-points`)")
