@@ -11,7 +11,7 @@ import pytest
 
 from tests.samples import EDITED_FILE, edit_sample_repository, write_sample_repository
 
-from .conftest import REVIEWER, CliResult, http, wait_for_status
+from .conftest import REVIEWER, CliResult, http, run_cli, wait_for_status
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -87,3 +87,11 @@ def test_a_git_source_outside_the_roots_or_over_an_unread_transport_is_refused_i
                          ("git+ssh://host/repo.git@main", "is not a Git source")):
         refused = cli("run", source, "--no-wait")
         assert refused.exit_code == 1 and says in refused.stderr and "Traceback" not in refused.stderr, refused
+
+
+def test_an_uploaded_checkout_says_it_is_a_snapshot_and_names_the_git_source_that_follows_its_branch(
+        api_url: str, remote: tuple[Path, Path]) -> None:
+    bare, work = remote
+    uploaded = run_cli("run", str(work), "--upload", "--no-wait", "--api", api_url)
+    assert uploaded.exit_code == 0, uploaded.stderr
+    assert f"start it on `agentledger run git+file://{bare}@main`" in uploaded.stderr

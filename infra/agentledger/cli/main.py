@@ -36,7 +36,7 @@ from .follow import (
     run_path,
     stage_marks,
 )
-from .packaging import PackagingError, package_repository
+from .packaging import PackagingError, git_source_of, package_repository
 from .signing import SigningError, is_loopback, request_signer
 
 if TYPE_CHECKING:
@@ -266,6 +266,10 @@ def _uploaded(client: ApiClient, repository: Path, args: argparse.Namespace) -> 
               f"{'uploading...' if sent else 'uploaded before, not sent again'}", file=sys.stderr, flush=True)
     if sent:
         upload(grant, package.data)
+    follows = git_source_of(repository)
+    if follows and not args.json:
+        print(f"this run reads a snapshot, which cannot go stale; to follow the branch the tree came from, "
+              f"start it on `agentledger run {follows}`", file=sys.stderr, flush=True)
     return str(grant["repository"])
 
 

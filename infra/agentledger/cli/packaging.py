@@ -43,6 +43,21 @@ def tracked_files(root: Path) -> list[str]:
     return [name for name in names if (root / name).is_file() and not (root / name).is_symlink()]
 
 
+def git_source_of(root: Path) -> str | None:
+    """`git+<origin>@<branch>` for a checkout whose origin is reached over https or on this disk:
+    the Git source that follows the branch the tree was taken from. None for any other tree."""
+    def git(*args: str) -> str | None:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+    origin, branch = git("remote", "get-url", "origin"), git("symbolic-ref", "--quiet", "--short", "HEAD")
+    if origin is None or branch is None:
+        return None
+    if origin.startswith("/"):
+        origin = f"file://{origin}"
+    return f"git+{origin}@{branch}" if origin.startswith(("https://", "file://")) else None
+
+
 def package_repository(root: Path, max_bytes: int) -> Package:
     files = tracked_files(root)
     if not files:
