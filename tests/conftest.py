@@ -29,6 +29,7 @@ LONGEST_FIRST = ("e2e/test_installed_wheel.py",  # 203 s
                  "e2e/test_side_by_side_serves.py",  # 51 s
                  "e2e/test_delivery.py",  # 46 s
                  "integration/test_run_lifecycle.py",  # 45 s
+                 "e2e/test_git_source.py",  # 43 s
                  "e2e/test_api_schema.py",  # 37 s
                  "integration/test_wiring_mistakes.py",  # 30 s
                  "integration/test_api_contract.py",  # 27 s
