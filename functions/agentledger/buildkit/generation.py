@@ -29,6 +29,7 @@ The request comes from the orchestrator (trusted); everything the repository's c
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -719,6 +720,26 @@ TEST_OMIT = ["*/tests/*", "*/test/*", "*/test_*.py", "*/*_test.py", "*/conftest.
 
 # --- one generation ------------------------------------------------------------------------------
 
+class SessionBudget:
+    """Seconds counted over the sessions that spend them, not the time between them: a run whose
+    Pynguin searches took most of its length still meets its candidates with the mutants."""
+
+    def __init__(self, seconds: int) -> None:
+        self.seconds = seconds
+        self.spent = 0.0
+
+    def left(self) -> int:
+        return int(self.seconds - self.spent)
+
+    @contextlib.contextmanager
+    def spending(self) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.spent += time.monotonic() - started
+
+
 class Generation:
     filters: tuple[str, ...] = FILTERS
 
@@ -746,7 +767,7 @@ class Generation:
         self.style = project_test_style(workspace.repository, frozenset(request.candidate_files))
         self.writing_deadline = time.monotonic() + request.run_seconds  # Pynguin's, from its first search
         self.started = time.monotonic()
-        self.mutation_deadline = self.started + request.mutation_run_seconds
+        self.mutation_budget = SessionBudget(request.mutation_run_seconds)
 
     @property
     def repository(self) -> Path:
@@ -1138,7 +1159,7 @@ class Generation:
                          label: str) -> dict[str, Any] | None:
         """One pytest session of agentledger_mutation over these mutants, with the targeted modules
         behind mutmut's trampolines for its length: each mutant's result, None if it ended without one."""
-        left = int(self.mutation_deadline - time.monotonic())
+        left = self.mutation_budget.left()
         if left < 1:
             self.notes.append(f"{label}: not run, the run's {self.request.mutation_run_seconds} s of mutation is spent")
             return {}
@@ -1157,7 +1178,8 @@ class Generation:
                 shutil.copyfile(work / module.module / "trampolined.py", module.file)
             appended = [str(self.tools.coverage), str(self.tools.mutmut_runtime)]
             variables = {MUTATION_PLAN_VARIABLE: str(plan), APPEND_PATH_VARIABLE: os.pathsep.join(appended)}
-            self.runner.pytest(["-p", MUTATION_PLUGIN, *arguments], label, variables=variables)
+            with self.mutation_budget.spending():
+                self.runner.pytest(["-p", MUTATION_PLUGIN, *arguments], label, variables=variables)
         finally:
             for file, data in originals.items():
                 Path(file).write_bytes(data)

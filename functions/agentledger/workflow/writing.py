@@ -404,7 +404,9 @@ class TestWriting:
             digest=digest({"source": source_files, "plan": plan.digest(), "settings": settings.model_dump(mode="json"),
                            "config": config.model_dump(mode="json"), "driver": kit_digest()}),
             config=config, files=files,
-            timeout_minutes=build_timeout_minutes(config.timeout_s, settings.run_seconds, settings.runs),
+            # The writers' budget and mutation analysis's, which counts its own sessions' time.
+            timeout_minutes=build_timeout_minutes(
+                config.timeout_s, settings.run_seconds + settings.mutation_run_seconds, settings.runs),
             cache_key=cache_key(run, config, source_files))
         progress = self.builds.advance(run, execution, inputs, test_runs, rerun_reported)
         if not progress.finished:

@@ -10,11 +10,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mutmut
 
 from agentledger.buildkit import generation
 from agentledger.buildkit.mutation import ModuleMutants, Mutant, attribute_kills, candidate_plan_groups
+
+if TYPE_CHECKING:
+    import pytest
 
 # The kit's own scripts, as the build finds them: files in its site directory, not a package.
 SITE = Path(generation.__file__).parent / "site"
@@ -180,3 +184,15 @@ def test_candidates_run_only_against_live_mutants_on_lines_they_run_and_each_kee
 
 def _mutant(name: str, line: int, status: str) -> Mutant:
     return Mutant("calc", name, name.split("__mutmut_")[0], line, f"line {line}", "a", "b", status)
+
+
+def test_the_runs_mutation_budget_counts_only_the_time_its_sessions_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([1000.0, 1040.0, 5000.0, 5050.0])  # two sessions of 40 s and 50 s, an hour of writing between
+    monkeypatch.setattr(generation.time, "monotonic", lambda: next(clock))
+    budget = generation.SessionBudget(100)
+    with budget.spending():
+        pass
+    assert budget.left() == 60
+    with budget.spending():
+        pass
+    assert budget.left() == 10  # the hour between the sessions spent none of it
