@@ -1097,7 +1097,11 @@ class Generation:
             if not outcome.succeeded:
                 raise ValueError(last_error(self.workspace.output_since(printed_from, OUTPUT_READ_FOR_AN_ERROR))
                                  or describe(outcome, self.request.mutation_run_seconds))
-            answers = json.loads(self.read_text(output, work))["modules"]
+            # A report, not a test file: every module's mutants in one (boltons' passed 1 MiB).
+            report = read_untrusted(output, work, MAX_REPORT_BYTES)
+            if report is None:
+                raise ValueError(f"{output.name} is not a regular file of at most {MAX_REPORT_BYTES} bytes")
+            answers = json.loads(report)["modules"]
             for module, answer in zip(modules, answers, strict=True):
                 if "error" in answer:
                     module.reason = f"mutmut made no mutants of it ({str(answer['error'])[:MAX_MESSAGE]})"
