@@ -78,6 +78,17 @@ COMPARISON_ASSERTIONS: dict[type[ast.cmpop], str] = {
     ast.In: "assertIn", ast.NotIn: "assertNotIn", ast.Lt: "assertLess", ast.LtE: "assertLessEqual",
     ast.Gt: "assertGreater", ast.GtE: "assertGreaterEqual",
 }
+# Imports each module named after the output path, writing {module: error} for those that fail.
+IMPORT_CHECK = """import importlib, json, sys
+failed = {}
+for name in sys.argv[2:]:
+    try:
+        importlib.import_module(name)
+    except BaseException as error:
+        failed[name] = f"{type(error).__name__}: {error}"[:300]
+with open(sys.argv[1], "w") as output:
+    json.dump(failed, output)
+"""
 MAX_STYLE_FILES = 200  # of the project's test modules read to tell its style
 SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "venv", "build", "dist", "__pycache__"})
 FILTERS = ("build", "pass_alone", "pass_with_suite", "coverage", "mutation")
@@ -498,6 +509,13 @@ class Runner:
             environment[ORDER_SEED_VARIABLE] = order_seed
         say(f"{label}: pytest {' '.join(arguments)}".rstrip())
         return self.workspace.run_argv(argv, f"({label}) {' '.join(argv)}", environment), report
+
+    def python(self, arguments: list[str], label: str, variables: dict[str, str] | None = None) -> Outcome:
+        """The project's interpreter on these arguments, with the path pytest's runs get."""
+        argv = ["python", *arguments]
+        say(f"{label}: python {arguments[0]}")
+        return self.workspace.run_argv(argv, f"({label}) python {arguments[0]} ...",
+                                       {**self.environment, **(variables or {})})
 
     def collect(self, paths: list[str]) -> tuple[Outcome, list[str]]:
         """The node ids pytest collects from these test files."""
@@ -1111,12 +1129,42 @@ class Generation:
         except (ValueError, OSError, KeyError, TypeError) as error:
             for module in modules:
                 module.mutants, module.reason = [], f"mutmut made no mutants of it ({error})"[:MAX_MESSAGE]
+        failing = self.unimportable([module for module in modules if module.mutants])
+        for module in modules:
+            if module.module in failing:
+                module.mutants = []
+                module.reason = f"mutmut's trampolines of it do not import ({failing[module.module]})"[:MAX_MESSAGE]
         for module in modules:
             why = f" ({module.reason})" if module.reason else ""
             say(f"mutmut: {module.module}: {len(module.mutants)} mutants{why}")
             if module.reason:
                 self.notes.append(f"{module.module}: {module.reason}")
         return modules
+
+    def unimportable(self, modules: list[ModuleMutants]) -> dict[str, str]:
+        """The modules whose trampolined copy does not import, each with its error: mutmut's
+        trampolines break some class bodies (sortedcontainers' calls its name-mangled `__make_cmp`
+        while its class is made), and every test of such a module would fail to collect."""
+        if not modules:
+            return {}
+        work = self.runner.work / "mutation"
+        output = work / "imports.json"
+        output.unlink(missing_ok=True)
+        originals = {module.file: Path(module.file).read_bytes() for module in modules}
+        try:
+            for module in modules:
+                shutil.copyfile(work / module.module / "trampolined.py", module.file)
+            self.runner.python(["-c", IMPORT_CHECK, str(output), *(module.module for module in modules)],
+                               "mutants' imports", {APPEND_PATH_VARIABLE: str(self.tools.mutmut_runtime)})
+        finally:
+            for file, data in originals.items():
+                Path(file).write_bytes(data)
+        report = read_untrusted(output, work, MAX_REPORT_BYTES)
+        try:
+            failed = json.loads(report) if report is not None else {}
+        except ValueError:
+            return {}
+        return {str(name): str(error) for name, error in failed.items()} if isinstance(failed, dict) else {}
 
     def alive_mutant_lines(self) -> set[tuple[str, int]]:
         """Where a mutant the suite leaves alive sits; before the suite's verdict, where any sits."""
@@ -1127,7 +1175,13 @@ class Generation:
         """Each candidate that covered a line of a mutant the suite leaves alive runs against that
         mutant (after the suite, where its verdict is yet to be taken); a candidate is kept only if
         it kills one."""
-        alive = [c for c in self.candidates if c.dropped_by is None]
+        unjudged = {module.module: module.reason for module in self.mutants
+                    if not module.mutants and module.reason and module.module not in self.skipped}
+        for name, reason in unjudged.items():
+            note = f"{name}: mutation cannot judge its tests ({reason}); those that add coverage are kept"
+            if note not in self.notes:
+                self.notes.append(note)
+        alive = [c for c in self.candidates if c.dropped_by is None and c.module not in unjudged]
         if not alive:
             return
         cases = {candidate.key: [node for node in self.collected if collected_as(candidate, node)]

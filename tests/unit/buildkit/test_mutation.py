@@ -196,3 +196,32 @@ def test_the_runs_mutation_budget_counts_only_the_time_its_sessions_take(monkeyp
     with budget.spending():
         pass
     assert budget.left() == 10  # the hour between the sessions spent none of it
+
+
+SORTED = '''\
+class SortedThing:
+    def __make_cmp(op):
+        def compare(self, other):
+            return op(self.value, other.value)
+        return compare
+
+    def __init__(self, value):
+        self.value = value
+
+    __eq__ = __make_cmp(lambda a, b: a == b)
+'''
+
+
+def test_a_module_whose_trampolines_do_not_import_is_named_with_the_error(tmp_path: Path) -> None:
+    # sortedcontainers' shape: a name-mangled method called while the class is made, which
+    # mutmut's trampoline cannot serve yet. Every test of it would fail to collect.
+    for name, source in (("sortedthing", SORTED), ("calc", CALC)):
+        module = tmp_path / f"{name}.py"
+        module.write_text(source)
+        module.write_text(agentledger_mutants.mutants_of(module)[0])
+    output = tmp_path / "imports.json"
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(mutmut.__file__).parents[1])])}
+    subprocess.run([sys.executable, "-c", generation.IMPORT_CHECK, str(output), "sortedthing", "calc"], cwd=tmp_path,
+                   env=environment, check=True, timeout=60)
+    failed = json.loads(output.read_text())
+    assert list(failed) == ["sortedthing"] and failed["sortedthing"].startswith("KeyError: '_mutmut_orig'")
