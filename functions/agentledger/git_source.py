@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -26,8 +27,10 @@ GIT_ARCHIVE_MAX_BYTES = 512 << 20  # the compressed archive of one commit; Archi
 # (`ext::` would run a command); no hook, no credential prompt, no system configuration.
 GIT_OPTIONS = ("-c", "protocol.allow=never", "-c", "protocol.file.allow=always", "-c", "protocol.https.allow=always",
                "-c", "core.hooksPath=/dev/null", "-c", "credential.helper=", "-c", "core.fsmonitor=false")
+# git gets an environment of its own, never the process's: a function's credentials stay out of
+# what a remote's answers could reach.
 GIT_ENVIRONMENT = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                   "GIT_ASKPASS": "/bin/false", "LC_ALL": "C"}
+                   "GIT_ASKPASS": "/bin/false", "LC_ALL": "C", "HOME": tempfile.gettempdir()}
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def _git(repository: Path | None, *args: str) -> bytes:
     where = ("--git-dir", str(repository)) if repository is not None else ()
     try:
         done = subprocess.run(["git", *GIT_OPTIONS, *where, *args], capture_output=True, timeout=GIT_TIMEOUT_S,
-                              check=False, env={**os.environ, **GIT_ENVIRONMENT}, stdin=subprocess.DEVNULL)
+                              check=False, env={"PATH": os.environ.get("PATH", os.defpath), **GIT_ENVIRONMENT},
+                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise RepositoryUnavailableError(f"git {args[0]} did not answer within {GIT_TIMEOUT_S} s") from None
     except OSError as error:

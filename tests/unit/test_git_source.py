@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import subprocess
 import tarfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agentledger import git_source
 from agentledger.adapters.repositories import SourceResolver
 from agentledger.errors import RepositoryNotAllowedError, RepositoryUnavailableError
 from agentledger.git_source import GitSource, archive_of, head_of
@@ -84,3 +85,20 @@ def test_the_resolver_snapshots_the_head_reads_only_under_its_roots_and_refuses_
 def test_a_source_that_is_not_a_url_and_a_ref_is_refused_before_git_runs(repository: str) -> None:
     with pytest.raises(RepositoryNotAllowedError, match="is not a Git source"):
         GitSource.parse(repository)
+
+
+def test_git_never_gets_the_processs_credentials(monkeypatch: pytest.MonkeyPatch,
+                                                 remote: tuple[Path, dict[str, str]]) -> None:
+    bare, commits = remote
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a-functions-secret")
+    seen: list[dict[str, str]] = []
+    real_run = subprocess.run
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["env"])
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(git_source.subprocess, "run", watched)
+    assert head_of(GitSource.parse(f"git+file://{bare}@main")) == commits["second"]
+    assert seen and all("AWS_SECRET_ACCESS_KEY" not in env and "a-functions-secret" not in env.values()
+                        for env in seen)
