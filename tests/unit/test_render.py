@@ -454,3 +454,10 @@ def test_show_says_where_the_running_execute_build_is_under_its_stage() -> None:
     stages = section(render.run_timeline(document), "Stages")
     assert stages.splitlines()[stages.splitlines().index(line_with(stages, " execute ")) + 1] == \
         "      now: filter: adds coverage · 13 written, 5 dropped so far"
+
+
+def test_every_step_a_generation_build_reports_has_words_for_a_person() -> None:
+    from agentledger.api_contract import BUILD_STEP_WORDS  # noqa: PLC0415
+    from agentledger.buildkit.generation import STEPS  # noqa: PLC0415
+
+    assert set(BUILD_STEP_WORDS) == set(STEPS)  # the kit names them; the API's copy must agree

@@ -29,6 +29,8 @@ from ..source import (
 from ..workspaces import extracted_source, mark_used
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .s3_artifacts import ArtifactStore
 
 
@@ -111,39 +113,37 @@ class SourceResolver:
         """The files of the commit the ref names now, extracted once per commit: its id is the
         cheap freshness signal, as a tarball's digest is."""
         commit = head_of(source)
-        named = f"git-{commit}"
-        cached = TARBALLS.get((str(self._workspace_root), named))
-        if cached is not None and cached.root.is_dir():
-            mark_used(extracted_source(self._workspace_root, named))
-            return cached
-        data = archive_of(source, commit, self._workspace_root / GIT_MIRRORS_DIR)
-        try:
-            root = _extracted(data, extracted_source(self._workspace_root, named), self._archive_limits)
-        except ArchiveError as refused:
-            raise RepositoryNotAllowedError(f"commit {commit} of {source.url} is refused: {refused}") from None
-        snapshot = snapshot_directory(root).model_copy(update={"revision": GIT_REVISION_PREFIX + commit})
-        TARBALLS.put((str(self._workspace_root), named), snapshot)
-        return snapshot
+        return self._extracted_snapshot(
+            f"git-{commit}", GIT_REVISION_PREFIX + commit, f"commit {commit} of {source.url}",
+            lambda: archive_of(source, commit, self._workspace_root / GIT_MIRRORS_DIR))
 
     def _snapshot_tarball(self, url: str) -> SourceSnapshot:
         """The key names the tarball's sha256, so a tarball snapshotted before (and still
         extracted) is not fetched or hashed again: its digest is the cheap freshness signal."""
         named = url.rsplit("/", 1)[1].removesuffix(".tar.gz")
+
+        def fetched() -> bytes:
+            data = self._artifacts.fetch_repository(url)
+            if sha256_bytes(data) != named:
+                raise RepositoryNotAllowedError(f"the tarball at {url} does not have the sha256 its key names")
+            return data
+
+        return self._extracted_snapshot(named, f"sha256:{named}", f"the tarball at {url}", fetched)
+
+    def _extracted_snapshot(self, named: str, revision: str, label: str, fetch: Callable[[], bytes]) -> SourceSnapshot:
+        """An immutable tree named `named`, fetched and extracted once and kept while it is used."""
         cached = TARBALLS.get((str(self._workspace_root), named))
         if cached is not None and cached.root.is_dir():
             mark_used(extracted_source(self._workspace_root, named))
             return cached
-        data = self._artifacts.fetch_repository(url)
-        if sha256_bytes(data) != named:
-            raise RepositoryNotAllowedError(f"the tarball at {url} does not have the sha256 its key names")
+        data = fetch()
         try:
             root = _extracted(data, extracted_source(self._workspace_root, named), self._archive_limits)
         except ArchiveError as refused:
-            raise RepositoryNotAllowedError(f"the tarball at {url} is refused: {refused}") from None
-        snapshot = snapshot_directory(root).model_copy(update={"revision": f"sha256:{named}"})
+            raise RepositoryNotAllowedError(f"{label} is refused: {refused}") from None
+        snapshot = snapshot_directory(root).model_copy(update={"revision": revision})
         TARBALLS.put((str(self._workspace_root), named), snapshot)
         return snapshot
-
 
 GIT_REVISION_PREFIX = "git:"
 GIT_MIRRORS_DIR = "git-mirrors"  # under the workspace root: a bare mirror per remote
